@@ -1,0 +1,44 @@
+# The two commands of the README: `make lab` (the main job) and `make test` (the tests).
+# Both set up what they need themselves: a virtualenv in .venv, this package, and the pinned
+# npm reference servers in tests/servers/node_modules.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
+PYTEST_ARGS ?=
+
+.PHONY: lab test demo lint venv npm clean
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,lab]"
+	rm -f $(VENV)/.installed-* && touch $@
+
+npm: $(NPM_STAMP)
+$(NPM_STAMP): tests/servers/package-lock.json
+	cd tests/servers && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## make lab: JupyterLab on the quickstart notebook, with the embedded demo toolbox
+lab: venv
+	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb
+
+## make demo: headless smoke run of the main job (open demo, call tools, print results)
+demo: venv
+	$(VENV)/bin/workbench-magic demo
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+## make test: lint, type-check, then the whole suite against real servers
+test: venv npm lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) tests/servers/node_modules

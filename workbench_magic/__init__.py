@@ -1,0 +1,67 @@
+"""workbench_magic: MCP Workbench for notebooks.
+
+Importing this package is cheap: the MCP SDK is imported only when a connection is made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.errors import (
+    ArgumentError,
+    CallTimeoutError,
+    ConfigError,
+    ConnectError,
+    InvalidIdentifierError,
+    NotFoundError,
+    ServerNotFoundError,
+    ToolboxNotFoundError,
+    ToolError,
+    ToolNotFoundError,
+    WorkbenchError,
+)
+
+if TYPE_CHECKING:
+    from workbench_magic.identifiers import ToolIdentifier
+    from workbench_magic.manager import OpenedToolbox, Workbench
+    from workbench_magic.results import ToolInfo, ToolResult
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Workbench": "workbench_magic.manager",
+    "OpenedToolbox": "workbench_magic.manager",
+    "ToolIdentifier": "workbench_magic.identifiers",
+    "ToolResult": "workbench_magic.results",
+    "ToolInfo": "workbench_magic.results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench_magic' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "ArgumentError",
+    "CallTimeoutError",
+    "ConfigError",
+    "ConnectError",
+    "InvalidIdentifierError",
+    "NotFoundError",
+    "OpenedToolbox",
+    "ServerNotFoundError",
+    "ToolError",
+    "ToolIdentifier",
+    "ToolInfo",
+    "ToolNotFoundError",
+    "ToolResult",
+    "ToolboxNotFoundError",
+    "Workbench",
+    "WorkbenchError",
+    "__version__",
+]

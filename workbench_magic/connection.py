@@ -1,0 +1,412 @@
+"""One downstream MCP server: its owner task, tool list, notifications and stderr log.
+
+Each `Connection` runs on the workbench's event-loop thread. A single long-lived owner task
+enters `mcp.Client` and exits it in the same task (anyio cancel scopes demand it); requests
+are sent from other tasks on the same loop through the entered client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from workbench_magic.config import ServerConfig
+from workbench_magic.errors import ConnectError
+from workbench_magic.results import ServerStatus, ToolInfo
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+logger = logging.getLogger("workbench_magic")
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+STDERR_TAIL_LINES = 5
+_LOG_LIMIT = 10 * 1024 * 1024
+
+
+def leaf_exception(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (ipykernel hangs on groups in a chain)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """A short, one-line reason for an exception from the SDK or the transport."""
+    exc = leaf_exception(exc)
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"command not found: {exc.filename}"
+    message = str(getattr(exc, "message", None) or exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
+
+
+class StderrLog:
+    """The server's stderr, kept in an append-only temp file (a real fd for the child)."""
+
+    def __init__(self, label: str) -> None:
+        self.file = tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace", prefix=f"wb-{label}-")
+
+    def read(self) -> str:
+        """All of it (bounded to the last 10 MB)."""
+        if self.file.closed:
+            return ""
+        fd = self.file.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - _LOG_LIMIT)
+        return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+
+    def tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+        text = [line for line in self.read().splitlines() if line.strip()]
+        return " | ".join(line.strip() for line in text[-lines:])
+
+    def mark(self, text: str) -> None:
+        if not self.file.closed:
+            self.file.write(f"--- workbench: {text} ---\n")
+            self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class Connection:
+    """A connection to one server of one toolbox.
+
+    Status goes `connecting` -> `connected` | `failed`; a connected server whose transport
+    closed becomes `disconnected` and reconnects on the next request; `closed` is final.
+    """
+
+    def __init__(self, toolbox: str, name: str, config: ServerConfig, *, connect_timeout: float = 30.0) -> None:
+        self.toolbox = toolbox
+        self.name = name
+        self.config = config
+        self.connect_timeout = connect_timeout
+        self.status = "new"
+        self.error: str | None = None
+        self.protocol: str | None = None
+        self.server_info: str | None = None
+        self.instructions: str | None = None
+        self.capabilities: Any = None
+        self.tools: list[ToolInfo] = []
+        self.all_tool_names: list[str] = []
+        self.tool_list_changes = 0
+        self.connects = 0
+        self.log = StderrLog(f"{toolbox}-{name}")
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._refresh_wanted: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self.on_tools_changed: Callable[[Connection], None] | None = None
+
+    # ---- public state ---------------------------------------------------------------
+    @property
+    def transport(self) -> str:
+        return self.config.transport or ("stdio" if self.config.command else "http")
+
+    def snapshot(self) -> ServerStatus:
+        return ServerStatus(
+            toolbox=self.toolbox,
+            name=self.name,
+            status=self.status,
+            transport=self.transport,
+            protocol=self.protocol,
+            server_info=self.server_info,
+            error=self.error,
+            tool_count=len(self.tools),
+            tool_list_changes=self.tool_list_changes,
+        )
+
+    def failure_message(self, reason: str) -> str:
+        return f"Failed to connect to server '{self.name}' in toolbox '{self.toolbox}': {reason}"
+
+    def logs(self) -> str:
+        return self.log.read()
+
+    # ---- lifecycle ------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect (or reconnect). Raises `ConnectError`; the connection is then `failed`."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.status == "connected":
+                return
+            if self.status == "closed":
+                raise ConnectError(self.failure_message("the connection is closed"))
+            await self._stop_owner()
+            self.status = "connecting"
+            self.error = None
+            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._refresh_wanted = asyncio.Event()
+            self._owner = asyncio.get_running_loop().create_task(
+                self._own(ready, self._stop), name=f"mcp-owner-{self.toolbox}/{self.name}"
+            )
+            try:
+                await asyncio.shield(ready)
+            except asyncio.CancelledError:
+                # Caller gave up: take the half-open connection down with it.
+                await self._stop_owner()
+                self.status = "failed"
+                self.error = self.failure_message("cancelled while connecting")
+                raise
+            except ConnectError:
+                raise
+
+    async def ensure_connected(self) -> None:
+        if self.status != "connected":
+            await self.start()
+
+    async def close(self) -> None:
+        """Stop the owner task (which closes the client and ends the process); final."""
+        await self._stop_owner()
+        self.status = "closed"
+        self.log.close()
+
+    async def _stop_owner(self) -> None:
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            # The SDK's shutdown is bounded (stdin close, SIGTERM, SIGKILL: about 6 s worst case).
+            await asyncio.wait_for(asyncio.shield(owner), timeout=10)
+        except TimeoutError:
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        except BaseException:
+            pass
+
+    def _make_client(self) -> Client:
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        cfg = self.config
+        transport: Any
+        if self.transport == "stdio":
+            assert cfg.command is not None
+            params = StdioServerParameters(
+                command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None, cwd=cfg.cwd
+            )
+            transport = stdio_client(params, errlog=self.log.file)
+        elif self.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            assert cfg.url is not None
+            transport = sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.connect_timeout)
+        else:
+            transport = _http_transport(cfg.url or "", dict(cfg.headers))
+        return Client(transport, message_handler=self._on_message, mode="auto")
+
+    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        """The owner task: enter the client, publish it, wait for stop, exit the client."""
+        label = "connect"
+        try:
+            self.log.mark(f"connecting ({self.transport})")
+            client = self._make_client()
+            with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as deadline:
+                async with client:
+                    self._client = client
+                    self.protocol = client.protocol_version
+                    info = client.server_info
+                    self.server_info = f"{info.name} {info.version}".strip() if info else None
+                    self.instructions = client.instructions
+                    self.capabilities = client.server_capabilities
+                    await self._refresh_tools()
+                    deadline.deadline = math.inf
+                    self.connects += 1
+                    self.status = "connected"
+                    label = "session"
+                    ready.set_result(None)
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._refresher)
+                        if self._modern:
+                            tg.start_soon(self._listen)
+                        await stop.wait()
+                        tg.cancel_scope.cancel()
+            if deadline.cancelled_caught and not ready.done():
+                raise TimeoutError(f"no answer to the handshake within {self.connect_timeout:g} s")
+        except BaseException as exc:
+            leaf = leaf_exception(exc)
+            if isinstance(leaf, asyncio.CancelledError) and not ready.done():
+                reason = "cancelled while connecting"
+            else:
+                reason = describe_exception(leaf)
+            if not ready.done():
+                tail = self.log.tail()
+                if tail:
+                    reason = f"{reason} (stderr: {tail})"
+                self.status = "failed"
+                self.error = self.failure_message(reason)
+                err = ConnectError(self.error)
+                ready.set_exception(err)
+                ready.exception()  # mark retrieved
+            elif self.status != "closed":
+                logger.debug("server %s/%s ended: %s", self.toolbox, self.name, reason)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._client = None
+            if self.status in ("connected", "connecting"):
+                self.status = "disconnected"
+            self.log.mark(f"{label} ended")
+
+    # ---- tools and notifications ----------------------------------------------------
+    @property
+    def _modern(self) -> bool:
+        return bool(self.protocol and self.protocol >= "2026-07-28")
+
+    async def _refresh_tools(self) -> None:
+        client = self._client
+        if client is None:
+            return
+        tools = await _all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
+        self.all_tool_names = [t.name for t in tools]
+        self.tools = [ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name)]
+
+    def _tools_changed(self) -> None:
+        self.tool_list_changes += 1
+        if self._refresh_wanted is not None:
+            self._refresh_wanted.set()
+
+    async def _refresher(self) -> None:
+        assert self._refresh_wanted is not None
+        while True:
+            await self._refresh_wanted.wait()
+            self._refresh_wanted.clear()
+            try:
+                await self._refresh_tools()
+            except Exception as exc:
+                logger.debug("tool refresh of %s/%s failed: %s", self.toolbox, self.name, exc)
+                continue
+            if self.on_tools_changed is not None:
+                self.on_tools_changed(self)
+
+    async def _listen(self) -> None:
+        """2026-07-28 connections: tool-list changes arrive on a `subscriptions/listen` stream."""
+        client = self._client
+        if client is None or not getattr(self.capabilities, "tools", None):
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as sub:
+                async for _event in sub:
+                    self._tools_changed()
+        except Exception as exc:
+            logger.debug("listen on %s/%s ended: %s", self.toolbox, self.name, exc)
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp_types import ToolListChangedNotification
+
+        # On 2026-07-28 connections the same change also reaches `_listen`: count it there only.
+        if isinstance(message, ToolListChangedNotification) and not self._modern:
+            self._tools_changed()
+
+    # ---- requests -------------------------------------------------------------------
+    def client(self) -> Client:
+        if self._client is None or self.status != "connected":
+            raise ConnectError(self.failure_message(self.error or f"server is {self.status}"))
+        return self._client
+
+    def connection_lost(self) -> None:
+        """A request saw the transport close: the next request reconnects."""
+        if self.status == "connected":
+            self.status = "disconnected"
+            self.error = "connection closed"
+            if self._stop is not None:
+                self._stop.set()
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+    ) -> Any:
+        """Send `tools/call`; cancellation (timeout, interrupt) cancels it on the server."""
+        await self.ensure_connected()
+        client = self.client()
+
+        callback = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if callback is not None:
+                out = callback(progress, total, message)
+                if asyncio.iscoroutine(out):
+                    await out
+
+        with anyio.fail_after(timeout if timeout and timeout > 0 else None):
+            return await client.call_tool(
+                name, arguments, progress_callback=on_progress if progress is not None else None
+            )
+
+    async def list_resources(self) -> list[Any]:
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "resources", None):
+            return []
+        client = self.client()
+        return await _all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
+
+    async def list_resource_templates(self) -> list[Any]:
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "resources", None):
+            return []
+        page = await self.client().list_resource_templates()
+        return list(page.resource_templates)
+
+    async def read_resource(self, uri: str, timeout: float | None) -> Any:
+        await self.ensure_connected()
+        with anyio.fail_after(timeout if timeout and timeout > 0 else None):
+            return await self.client().read_resource(uri)
+
+    async def list_prompts(self) -> list[Any]:
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "prompts", None):
+            return []
+        client = self.client()
+        return await _all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None, timeout: float | None) -> Any:
+        await self.ensure_connected()
+        with anyio.fail_after(timeout if timeout and timeout > 0 else None):
+            return await self.client().get_prompt(name, arguments)
+
+
+_PAGE_CAP = 1000
+
+
+async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated list request (bounded: a paginator that never ends cannot hang)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+def _http_transport(url: str, headers: dict[str, str]) -> Any:
+    """Streamable HTTP with our own httpx2 client (for headers), closed with the transport."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    @contextlib.asynccontextmanager
+    async def transport() -> Any:
+        async with create_mcp_http_client(headers=headers or None) as http:
+            async with streamable_http_client(url, http_client=http) as streams:
+                yield streams
+
+    return transport()

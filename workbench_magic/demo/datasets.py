@@ -1,0 +1,691 @@
+"""The ``datasets`` demo server: three small tables to query, aggregate, profile and plot.
+
+Run it as ``python -m workbench_magic.demo.datasets`` (stdio). It works offline and imports
+nothing heavy: the tables are CSV files bundled as package data, read with :mod:`csv`, and
+charts are PNGs drawn pixel by pixel in pure Python.
+
+Tools: ``list_datasets``, ``describe_dataset``, ``query``, ``aggregate``, ``plot`` (returns
+an image), ``profile`` (reports progress). Resources: ``dataset://index`` and the template
+``dataset://{name}`` (the CSV text). Prompt: ``analyze_dataset``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import struct
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable
+from functools import cache
+from importlib import resources
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
+from pydantic import BaseModel, Field
+
+Cell = str | int | float | None
+"""One value of a table: a number, a string, or ``None`` for an empty CSV field."""
+
+ColumnType = Literal["int", "float", "str"]
+
+DESCRIPTIONS: dict[str, str] = {
+    "penguins": (
+        "Palmer-style penguin measurements: species, island, bill and flipper sizes, "
+        "body mass, sex and study year (a few values are missing)"
+    ),
+    "weather": ("Daily weather in Oslo, Lisbon and Cairo for 20 days of March 2024: temperature and precipitation"),
+    "sales": "Monthly unit sales and revenue of three products in four regions, January to April 2024",
+}
+
+INSTRUCTIONS = """\
+Small bundled tables for data exploration and teaching: penguins, weather and sales.
+Start with list_datasets, then describe_dataset(name) to see columns and types.
+query(dataset, columns, where, order_by, descending, limit) filters and sorts rows;
+a filter is {"column", "op", "value"} with op one of == != < <= > >= contains.
+aggregate(dataset, group_by, metric, agg) groups rows; plot(dataset, x, y, kind) draws a PNG chart;
+profile(dataset) describes a table column by column while reporting progress.
+The raw CSV of each table is the resource dataset://{name}."""
+
+mcp: MCPServer = MCPServer("datasets", instructions=INSTRUCTIONS, log_level="WARNING")
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+class DatasetError(ToolError, ValueError):
+    """A bad dataset or column name, or an impossible filter.
+
+    It subclasses the SDK's ``ToolError`` so that the message reaches the client in the
+    ``is_error`` result (the SDK hides the text of any other exception), and ``ValueError``
+    because that is what it is.
+    """
+
+
+# --------------------------------------------------------------------------- data loading
+
+
+class Table:
+    """One loaded dataset: column names, inferred column types and typed rows."""
+
+    def __init__(self, name: str, text: str) -> None:
+        """Parse CSV ``text``; numeric columns become ``int``/``float``, empty fields ``None``."""
+        reader = csv.reader(io.StringIO(text))
+        header = next(reader)
+        raw = [row for row in reader if row]
+        self.name = name
+        self.text = text
+        self.columns: list[str] = header
+        self.types: dict[str, ColumnType] = {}
+        converters: list[Callable[[str], Cell]] = []
+        for i, col in enumerate(header):
+            values = [row[i] for row in raw if row[i] != ""]
+            kind = _infer_type(values)
+            self.types[col] = kind
+            converters.append(int if kind == "int" else float if kind == "float" else str)
+        self.rows: list[dict[str, Cell]] = [
+            {
+                col: (conv(value) if value != "" else None)
+                for col, conv, value in zip(header, converters, row, strict=True)
+            }
+            for row in raw
+        ]
+
+    def check_column(self, column: str) -> str:
+        """Return ``column`` if the table has it, else raise a `DatasetError` listing the columns."""
+        if column not in self.types:
+            raise DatasetError(
+                f"Unknown column {column!r} in dataset {self.name!r}. Columns: {', '.join(self.columns)}"
+            )
+        return column
+
+    def is_numeric(self, column: str) -> bool:
+        """Whether ``column`` holds numbers."""
+        return self.types[column] != "str"
+
+
+def _infer_type(values: list[str]) -> ColumnType:
+    """The narrowest of int, float, str that every non-empty value parses as."""
+    for kind, conv in (("int", int), ("float", float)):
+        try:
+            for value in values:
+                conv(value)
+        except ValueError:
+            continue
+        return "int" if kind == "int" else "float"
+    return "str"
+
+
+@cache
+def load(name: str) -> Table:
+    """Load the bundled dataset ``name`` (cached); unknown names raise `DatasetError`."""
+    if name not in DESCRIPTIONS:
+        raise DatasetError(f"Unknown dataset {name!r}. Available datasets: {', '.join(sorted(DESCRIPTIONS))}")
+    text = resources.files("workbench_magic.demo").joinpath("data", f"{name}.csv").read_text(encoding="utf-8")
+    return Table(name, text)
+
+
+# --------------------------------------------------------------------------- models
+
+
+class DatasetInfo(BaseModel):
+    """One entry of `list_datasets`."""
+
+    name: str
+    description: str
+    rows: int
+    columns: list[str]
+
+
+class ValueCount(BaseModel):
+    """A value of a string column and how often it occurs."""
+
+    value: str
+    count: int
+
+
+class ColumnStats(BaseModel):
+    """Summary statistics of one column: min/max/mean for numbers, unique/top for strings."""
+
+    name: str
+    type: ColumnType
+    non_null: int
+    min: float | int | None = None
+    max: float | int | None = None
+    mean: float | None = None
+    unique: int | None = None
+    top: list[ValueCount] | None = None
+
+
+class DatasetDescription(BaseModel):
+    """Result of `describe_dataset` and `profile`."""
+
+    name: str
+    rows: int
+    columns: list[ColumnStats]
+
+
+class Filter(BaseModel):
+    """One condition of a query: ``column op value``."""
+
+    column: str = Field(description="Column to test")
+    op: Literal["==", "!=", "<", "<=", ">", ">=", "contains"] = Field(
+        description="Comparison; 'contains' is a case-insensitive substring test"
+    )
+    value: str | float | int | bool | None = Field(
+        description="Value to compare with; null matches empty cells with == and !="
+    )
+
+
+class QueryResult(BaseModel):
+    """Rows matching a query (at most ``limit``), and how many matched in total."""
+
+    rows: list[dict[str, Cell]]
+    total: int
+
+
+class AggregateResult(BaseModel):
+    """One row per group: the group-by columns and the aggregated metric."""
+
+    rows: list[dict[str, Cell]]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _stats(table: Table, column: str) -> ColumnStats:
+    """Describe one column of ``table``."""
+    values = [row[column] for row in table.rows if row[column] is not None]
+    stats = ColumnStats(name=column, type=table.types[column], non_null=len(values))
+    if table.is_numeric(column):
+        numbers = [v for v in values if isinstance(v, int | float)]
+        if numbers:
+            stats.min = min(numbers)
+            stats.max = max(numbers)
+            stats.mean = round(sum(numbers) / len(numbers), 4)
+    else:
+        counts = Counter(str(v) for v in values)
+        stats.unique = len(counts)
+        stats.top = [ValueCount(value=v, count=c) for v, c in counts.most_common(5)]
+    return stats
+
+
+def _describe(table: Table) -> DatasetDescription:
+    """Describe every column of ``table``."""
+    return DatasetDescription(name=table.name, rows=len(table.rows), columns=[_stats(table, c) for c in table.columns])
+
+
+def _coerce(table: Table, flt: Filter) -> Cell | bool:
+    """The filter value converted to the column's type, when that makes sense."""
+    value = flt.value
+    if value is None or flt.op == "contains" or isinstance(value, bool):
+        return value
+    if table.is_numeric(flt.column):
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise DatasetError(f"Column {flt.column!r} is numeric; cannot compare it with {value!r}") from None
+        return value
+    return value if isinstance(value, str) else str(value)
+
+
+def _matcher(table: Table, flt: Filter) -> Callable[[dict[str, Cell]], bool]:
+    """A predicate over rows implementing one filter."""
+    column = table.check_column(flt.column)
+    value = _coerce(table, flt)
+    op = flt.op
+    if op == "contains":
+        needle = "" if value is None else str(value).lower()
+        return lambda row: row[column] is not None and needle in str(row[column]).lower()
+    if op in ("==", "!="):
+        want = op == "=="
+        return lambda row: (row[column] == value) == want
+    if value is None:
+        raise DatasetError(f"Operator {op!r} needs a value, not null")
+    compare: Callable[[Any, Any], bool] = {
+        "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b,
+        ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b,
+    }[op]
+
+    def match(row: dict[str, Cell]) -> bool:
+        cell = row[column]
+        if cell is None:
+            return False
+        try:
+            return compare(cell, value)
+        except TypeError:
+            raise DatasetError(f"Cannot compare column {column!r} with {value!r}") from None
+
+    return match
+
+
+def _sort_key(value: Cell) -> tuple[int, Any]:
+    """Sort key putting ``None`` last and keeping numbers and strings apart."""
+    if value is None:
+        return (2, 0)
+    if isinstance(value, str):
+        return (1, value)
+    return (0, value)
+
+
+def _round(value: float) -> float:
+    """Round a computed float for display."""
+    return round(value, 4)
+
+
+# --------------------------------------------------------------------------- tools
+
+DatasetName = Annotated[str, Field(description="Dataset name: penguins, weather or sales")]
+
+
+@mcp.tool(annotations=READ_ONLY)
+def list_datasets() -> list[DatasetInfo]:
+    """List the bundled datasets with their size and columns."""
+    infos = []
+    for name in sorted(DESCRIPTIONS):
+        table = load(name)
+        infos.append(
+            DatasetInfo(name=name, description=DESCRIPTIONS[name], rows=len(table.rows), columns=table.columns)
+        )
+    return infos
+
+
+@mcp.tool(annotations=READ_ONLY)
+def describe_dataset(name: DatasetName) -> DatasetDescription:
+    """Describe a dataset: per column its type, non-null count, and min/max/mean or top values."""
+    return _describe(load(name))
+
+
+@mcp.tool(annotations=READ_ONLY)
+def query(
+    dataset: DatasetName,
+    columns: Annotated[list[str] | None, Field(description="Columns to return (default: all)")] = None,
+    where: Annotated[list[Filter] | None, Field(description="Conditions that must all hold")] = None,
+    order_by: Annotated[str | None, Field(description="Column to sort by (empty values last)")] = None,
+    descending: Annotated[bool, Field(description="Sort in descending order")] = False,
+    limit: Annotated[int, Field(ge=0, le=10_000, description="Maximum number of rows to return")] = 100,
+) -> QueryResult:
+    """Select rows of a dataset: filter with ``where``, sort with ``order_by``, keep ``columns``.
+
+    ``total`` is the number of matching rows before ``limit`` is applied.
+    """
+    table = load(dataset)
+    selected = [table.check_column(c) for c in columns] if columns else list(table.columns)
+    matchers = [_matcher(table, f) for f in where or []]
+    rows = [row for row in table.rows if all(m(row) for m in matchers)]
+    if order_by is not None:
+        key = table.check_column(order_by)
+        present = [r for r in rows if r[key] is not None]
+        missing = [r for r in rows if r[key] is None]
+        present.sort(key=lambda r: _sort_key(r[key]), reverse=descending)
+        rows = present + missing
+    return QueryResult(rows=[{c: row[c] for c in selected} for row in rows[:limit]], total=len(rows))
+
+
+@mcp.tool(annotations=READ_ONLY)
+def aggregate(
+    dataset: DatasetName,
+    group_by: Annotated[list[str], Field(description="Columns to group by (empty: one overall group)")],
+    metric: Annotated[str, Field(description="Column to aggregate")],
+    agg: Annotated[
+        Literal["count", "sum", "mean", "min", "max"],
+        Field(description="Aggregation; count counts non-empty values, the others need a numeric column"),
+    ] = "mean",
+) -> AggregateResult:
+    """Group a dataset and aggregate one column per group.
+
+    Each result row holds the group-by columns and ``<metric>_<agg>``, e.g. ``body_mass_g_mean``.
+    """
+    table = load(dataset)
+    keys = [table.check_column(c) for c in group_by]
+    table.check_column(metric)
+    if agg != "count" and not table.is_numeric(metric):
+        raise DatasetError(f"Column {metric!r} is not numeric; use agg='count' or a numeric column")
+    groups: dict[tuple[Cell, ...], list[Cell]] = {}
+    for row in table.rows:
+        groups.setdefault(tuple(row[k] for k in keys), []).append(row[metric])
+    out_name = f"{metric}_{agg}"
+    result: list[dict[str, Cell]] = []
+    for group in sorted(groups, key=lambda g: [_sort_key(v) for v in g]):
+        values = [v for v in groups[group] if v is not None]
+        numbers = [v for v in values if isinstance(v, int | float)]
+        value: Cell
+        if agg == "count":
+            value = len(values)
+        elif not numbers:
+            value = None
+        elif agg == "sum":
+            total = sum(numbers)
+            value = total if isinstance(total, int) else _round(total)
+        elif agg == "mean":
+            value = _round(sum(numbers) / len(numbers))
+        elif agg == "min":
+            value = min(numbers)
+        else:
+            value = max(numbers)
+        record: dict[str, Cell] = dict(zip(keys, group, strict=True))
+        record[out_name] = value
+        result.append(record)
+    return AggregateResult(rows=result)
+
+
+@mcp.tool(annotations=READ_ONLY)
+def plot(
+    dataset: DatasetName,
+    x: Annotated[str, Field(description="Column for the x axis (numeric for scatter, any for bar)")],
+    y: Annotated[str, Field(description="Numeric column for the y axis")],
+    kind: Annotated[
+        Literal["scatter", "bar"],
+        Field(description="scatter: one dot per row; bar: mean of y for each value of x"),
+    ] = "scatter",
+) -> Image:
+    """Draw a 320x240 PNG chart of two columns of a dataset."""
+    table = load(dataset)
+    table.check_column(x)
+    table.check_column(y)
+    if not table.is_numeric(y):
+        raise DatasetError(f"Column {y!r} is not numeric; plot needs a numeric y")
+    title = f"{y} by {x}" if kind == "bar" else f"{y} vs {x}"
+    if kind == "scatter":
+        if not table.is_numeric(x):
+            raise DatasetError(f"Column {x!r} is not numeric; use kind='bar' for a categorical x")
+        points = [
+            (float(r[x]), float(r[y]))  # type: ignore[arg-type]
+            for r in table.rows
+            if r[x] is not None and r[y] is not None
+        ]
+        png = _scatter_png(points, title)
+    else:
+        sums: dict[Cell, list[float]] = {}
+        for r in table.rows:
+            if r[x] is not None and r[y] is not None:
+                sums.setdefault(r[x], []).append(float(r[y]))  # type: ignore[arg-type]
+        bars = [(str(k), sum(v) / len(v)) for k, v in sorted(sums.items(), key=lambda kv: _sort_key(kv[0]))]
+        png = _bar_png(bars, title)
+    return Image(data=png, format="png")
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def profile(
+    dataset: DatasetName,
+    ctx: Context,
+    delay: Annotated[float, Field(ge=0, le=10, description="Seconds to pause after each column")] = 0.05,
+) -> DatasetDescription:
+    """Describe a dataset column by column, reporting progress after each column.
+
+    Same result as ``describe_dataset``; the pause makes the progress visible.
+    """
+    table = load(dataset)
+    total = len(table.columns)
+    stats: list[ColumnStats] = []
+    for i, column in enumerate(table.columns):
+        await ctx.report_progress(i, total, f"profiling {column}")
+        stats.append(_stats(table, column))
+        await anyio.sleep(delay)
+    await ctx.report_progress(total, total, "done")
+    return DatasetDescription(name=table.name, rows=len(table.rows), columns=stats)
+
+
+# --------------------------------------------------------------------------- resources and prompt
+
+
+@mcp.resource("dataset://index", name="index", mime_type="application/json")
+def dataset_index() -> str:
+    """The names of the bundled datasets, as a JSON array."""
+    return json.dumps(sorted(DESCRIPTIONS))
+
+
+@mcp.resource("dataset://{name}", name="dataset", mime_type="text/csv")
+def dataset_csv(name: str) -> str:
+    """The CSV text of one dataset."""
+    if name not in DESCRIPTIONS:
+        raise ResourceNotFoundError(f"Unknown dataset {name!r}. Available datasets: {', '.join(sorted(DESCRIPTIONS))}")
+    return load(name).text
+
+
+# For each dataset: a column to group by, a metric, and an (x, y) pair worth a scatter plot.
+_SUGGESTIONS: dict[str, tuple[str, str, str, str]] = {
+    "penguins": ("species", "body_mass_g", "flipper_length_mm", "body_mass_g"),
+    "weather": ("city", "temp_c", "temp_c", "precip_mm"),
+    "sales": ("region", "revenue", "units", "revenue"),
+}
+
+
+@mcp.prompt()
+def analyze_dataset(name: Annotated[str, Field(description="Dataset to analyze")]) -> str:
+    """Ask for an exploratory analysis of one dataset, using this server's tools."""
+    if name not in DESCRIPTIONS:
+        raise MCPError(
+            INVALID_PARAMS, f"Unknown dataset {name!r}. Available datasets: {', '.join(sorted(DESCRIPTIONS))}"
+        )
+    table = load(name)
+    numeric = [c for c in table.columns if table.is_numeric(c)]
+    categorical = [c for c in table.columns if not table.is_numeric(c)]
+    group, metric, x, y = _SUGGESTIONS[name]
+    return "\n".join(
+        [
+            f"Please explore the {name!r} dataset ({len(table.rows)} rows): {DESCRIPTIONS[name]}.",
+            f"Numeric columns: {', '.join(numeric)}. Categorical columns: {', '.join(categorical)}.",
+            f"1. Call describe_dataset(name={name!r}) and point out missing values and unusual ranges.",
+            f"2. Compare groups: aggregate(dataset={name!r}, group_by=[{group!r}], metric={metric!r}, "
+            f"agg='mean'), then plot(dataset={name!r}, x={group!r}, y={metric!r}, kind='bar').",
+            f"3. Look for a relationship: plot(dataset={name!r}, x={x!r}, y={y!r}) and describe the scatter.",
+            "Finish with three findings and one question worth investigating further.",
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- PNG drawing
+
+WIDTH, HEIGHT = 320, 240
+LEFT, RIGHT, TOP, BOTTOM = 46, 12, 24, 34
+RGB = tuple[int, int, int]
+WHITE: RGB = (255, 255, 255)
+BLACK: RGB = (40, 40, 40)
+GRID: RGB = (225, 225, 225)
+PALETTE: tuple[RGB, ...] = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189))
+
+# A 3x5 pixel font: five rows per glyph, each row a 3-bit mask (4 = left pixel, 1 = right).
+_FONT: dict[str, str] = {
+    "0": "75557", "1": "26227", "2": "71747", "3": "71317", "4": "55711", "5": "74717", "6": "74757",
+    "7": "71111", "8": "75757", "9": "75717", ".": "00002", "-": "00700", "+": "02720", "_": "00007",
+    "/": "11244", ":": "02020", " ": "00000", "?": "71202",
+    "A": "25755", "B": "65656", "C": "34443", "D": "65556", "E": "74647", "F": "74644", "G": "34553",
+    "H": "55755", "I": "72227", "J": "11152", "K": "55655", "L": "44447", "M": "57755", "N": "65555",
+    "O": "25552", "P": "65644", "Q": "25563", "R": "65655", "S": "34216", "T": "72222", "U": "55557",
+    "V": "55552", "W": "55775", "X": "55255", "Y": "55222", "Z": "71247",
+}  # fmt: skip
+
+
+class Canvas:
+    """An RGB pixel buffer with the few drawing primitives a chart needs."""
+
+    def __init__(self, width: int, height: int, background: RGB = WHITE) -> None:
+        """Create a ``width`` x ``height`` canvas filled with ``background``."""
+        self.width = width
+        self.height = height
+        self.pixels = bytearray(bytes(background) * (width * height))
+
+    def set(self, x: int, y: int, color: RGB) -> None:
+        """Paint one pixel (ignored outside the canvas)."""
+        if 0 <= x < self.width and 0 <= y < self.height:
+            i = (y * self.width + x) * 3
+            self.pixels[i : i + 3] = bytes(color)
+
+    def rect(self, x0: int, y0: int, x1: int, y1: int, color: RGB) -> None:
+        """Fill the rectangle with corners (x0, y0) and (x1, y1), inclusive."""
+        for y in range(min(y0, y1), max(y0, y1) + 1):
+            for x in range(min(x0, x1), max(x0, x1) + 1):
+                self.set(x, y, color)
+
+    def line(self, x0: int, y0: int, x1: int, y1: int, color: RGB) -> None:
+        """Draw a straight line (Bresenham)."""
+        dx, dy = abs(x1 - x0), -abs(y1 - y0)
+        sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
+        err = dx + dy
+        while True:
+            self.set(x0, y0, color)
+            if x0 == x1 and y0 == y1:
+                return
+            e2 = 2 * err
+            if e2 >= dy:
+                err += dy
+                x0 += sx
+            if e2 <= dx:
+                err += dx
+                y0 += sy
+
+    def dot(self, cx: int, cy: int, color: RGB, radius: int = 2) -> None:
+        """Draw a filled disc."""
+        for y in range(-radius, radius + 1):
+            for x in range(-radius, radius + 1):
+                if x * x + y * y <= radius * radius + 1:
+                    self.set(cx + x, cy + y, color)
+
+    def text(self, x: int, y: int, text: str, color: RGB = BLACK, scale: int = 1) -> None:
+        """Write ``text`` (upper-cased) with its top-left corner at (x, y)."""
+        for ch in text.upper():
+            rows = _FONT.get(ch, _FONT["?"])
+            for r, mask in enumerate(rows):
+                bits = int(mask)
+                for c in range(3):
+                    if bits & (4 >> c):
+                        self.rect(
+                            x + c * scale,
+                            y + r * scale,
+                            x + c * scale + scale - 1,
+                            y + (r + 1) * scale - 1,
+                            color,
+                        )
+            x += 4 * scale
+
+    def png(self) -> bytes:
+        """Encode the canvas as an 8-bit RGB PNG."""
+        stride = self.width * 3
+        raw = b"".join(b"\x00" + bytes(self.pixels[y * stride : (y + 1) * stride]) for y in range(self.height))
+
+        def chunk(tag: bytes, data: bytes) -> bytes:
+            return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+        header = struct.pack(">IIBBBBB", self.width, self.height, 8, 2, 0, 0, 0)
+        return (
+            b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+        )
+
+
+def text_width(text: str, scale: int = 1) -> int:
+    """Width in pixels of ``text`` drawn by `Canvas.text`."""
+    return max(0, 4 * scale * len(text) - scale)
+
+
+def _ticks(lo: float, hi: float, count: int = 6) -> list[float]:
+    """About ``count`` round tick values covering [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    raw_step = (hi - lo) / max(1, count - 1)
+    magnitude = 10 ** math.floor(math.log10(raw_step))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw_step)
+    first = math.ceil(lo / step) * step
+    ticks = []
+    value = first
+    while value <= hi + step * 1e-9:
+        ticks.append(round(value, 10))
+        value += step
+    return ticks
+
+
+def _label(value: float) -> str:
+    """A short tick label."""
+    return f"{value:.4g}".replace("e+0", "e").replace("e+", "e")
+
+
+def _frame(canvas: Canvas, title: str, y_lo: float, y_hi: float) -> Callable[[float], int]:
+    """Draw the title, the y grid and axes; return the y data-to-pixel mapping."""
+    plot_bottom = HEIGHT - BOTTOM
+    scale = 2 if text_width(title, 2) <= WIDTH - 8 else 1
+    canvas.text((WIDTH - text_width(title, scale)) // 2, 6, title, scale=scale)
+
+    def to_py(v: float) -> int:
+        return plot_bottom - round((v - y_lo) / (y_hi - y_lo) * (plot_bottom - TOP))
+
+    for tick in _ticks(y_lo, y_hi):
+        py = to_py(tick)
+        canvas.line(LEFT, py, WIDTH - RIGHT, py, GRID)
+        label = _label(tick)
+        canvas.text(LEFT - 4 - text_width(label), py - 2, label)
+    canvas.line(LEFT, TOP, LEFT, plot_bottom, BLACK)
+    canvas.line(LEFT, plot_bottom, WIDTH - RIGHT, plot_bottom, BLACK)
+    return to_py
+
+
+def _padded(values: Iterable[float]) -> tuple[float, float]:
+    """The range of ``values`` widened by 5% on each side (never empty)."""
+    vals = list(values) or [0.0]
+    lo, hi = min(vals), max(vals)
+    if hi == lo:
+        return lo - 1, hi + 1
+    pad = (hi - lo) * 0.05
+    return lo - pad, hi + pad
+
+
+def _scatter_png(points: list[tuple[float, float]], title: str) -> bytes:
+    """A scatter plot of ``points``."""
+    canvas = Canvas(WIDTH, HEIGHT)
+    x_lo, x_hi = _padded(p[0] for p in points)
+    y_lo, y_hi = _padded(p[1] for p in points)
+    to_py = _frame(canvas, title, y_lo, y_hi)
+    plot_bottom = HEIGHT - BOTTOM
+
+    def to_px(v: float) -> int:
+        return LEFT + round((v - x_lo) / (x_hi - x_lo) * (WIDTH - RIGHT - LEFT))
+
+    for tick in _ticks(x_lo, x_hi):
+        px = to_px(tick)
+        canvas.line(px, plot_bottom, px, plot_bottom + 3, BLACK)
+        label = _label(tick)
+        canvas.text(px - text_width(label) // 2, plot_bottom + 6, label)
+    for x, y in points:
+        canvas.dot(to_px(x), to_py(y), PALETTE[0])
+    return canvas.png()
+
+
+def _bar_png(bars: list[tuple[str, float]], title: str) -> bytes:
+    """A bar chart, one bar per (label, value), from a zero baseline."""
+    canvas = Canvas(WIDTH, HEIGHT)
+    values = [v for _, v in bars]
+    y_lo = min([0.0, *values])
+    y_hi = max([0.0, *values])
+    if y_hi == y_lo:
+        y_hi = y_lo + 1
+    y_hi += (y_hi - y_lo) * 0.05
+    to_py = _frame(canvas, title, y_lo, y_hi)
+    plot_bottom = HEIGHT - BOTTOM
+    slot = (WIDTH - RIGHT - LEFT) / max(1, len(bars))
+    for i, (label, value) in enumerate(bars):
+        x0 = LEFT + round(i * slot + slot * 0.15)
+        x1 = LEFT + round((i + 1) * slot - slot * 0.15)
+        canvas.rect(x0, to_py(0.0), x1, to_py(value), PALETTE[i % len(PALETTE)])
+        fits = max(1, int(slot // 4))
+        short = label if len(label) <= fits else label[: max(1, fits - 1)] + "."
+        canvas.text(round(LEFT + (i + 0.5) * slot) - text_width(short) // 2, plot_bottom + 6, short)
+    canvas.line(LEFT, to_py(0.0), WIDTH - RIGHT, to_py(0.0), BLACK)
+    return canvas.png()
+
+
+def main() -> None:
+    """Run the server over stdio."""
+    mcp.run()
+
+
+if __name__ == "__main__":
+    main()

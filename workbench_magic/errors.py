@@ -1,0 +1,59 @@
+"""Exceptions of the public surface.
+
+Every error a user can cause is a `WorkbenchError` subclass with a short, one-line message
+(the texts of DESIGN.md). None of them carries an `ExceptionGroup` in its chain.
+"""
+
+from __future__ import annotations
+
+
+class WorkbenchError(Exception):
+    """Base class of every error the workbench raises on purpose."""
+
+
+class ConfigError(WorkbenchError):
+    """The config file is missing, malformed or invalid; nothing was started."""
+
+
+class InvalidIdentifierError(WorkbenchError, ValueError):
+    """A tool identifier could not be parsed."""
+
+
+class NotFoundError(WorkbenchError, LookupError):
+    """A toolbox, server, tool, resource or prompt does not exist."""
+
+
+class ToolboxNotFoundError(NotFoundError):
+    """`Toolbox 'x' not found. Available toolboxes: a, b`."""
+
+
+class ServerNotFoundError(NotFoundError):
+    """`Server 's' not found in toolbox 't'`."""
+
+
+class ToolNotFoundError(NotFoundError):
+    """`Tool 'n' not found in server 's' (toolbox 't')`."""
+
+
+class ConnectError(WorkbenchError):
+    """`Failed to connect to server 's' in toolbox 't': <reason>`."""
+
+
+class ArgumentError(WorkbenchError, ValueError):
+    """Arguments do not match the tool's input schema; the message names the field."""
+
+
+class ToolError(WorkbenchError):
+    """`Error executing tool 'n' in server 's' (toolbox 't'): <reason>`.
+
+    Raised when a call fails (transport, timeout, protocol error) or, through
+    `ToolResult.raise_for_error()`, when the tool reported `is_error`.
+    """
+
+    def __init__(self, message: str, result: object | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class CallTimeoutError(ToolError, TimeoutError):
+    """A call ran past its timeout and was cancelled on the server."""
