@@ -90,3 +90,29 @@ def test_reference_server_schema_validation(ref: Workbench) -> None:
         ref.call("ref/everything/echo", {})
     with pytest.raises(ArgumentError, match="argument 'entities"):
         ref.call("ref/memory/create_entities", {"entities": [{"name": 1}]})
+
+
+def test_two_toolboxes_with_a_filesystem_server_are_isolated(make_workbench, tmp_path: Path) -> None:
+    dev, prod = tmp_path / "dev", tmp_path / "prod"
+    for folder in (dev, prod):
+        folder.mkdir()
+        (folder / "which.txt").write_text(folder.name)
+    before = children()
+    wb = make_workbench(
+        {
+            "toolboxes": {
+                "dev": toolbox({"filesystem": npm_server("filesystem", str(dev))}),
+                "prod": toolbox({"filesystem": npm_server("filesystem", str(prod))}),
+            }
+        }
+    )
+    wb.open("dev")
+    wb.open("prod")
+    assert len(children() - before) == 2
+    assert wb.call("dev/filesystem/read_text_file", {"path": str(dev / "which.txt")}).text == "dev"
+    assert wb.call("prod/filesystem/read_text_file", {"path": str(prod / "which.txt")}).text == "prod"
+    # each server only sees its own root
+    assert wb.call("dev/filesystem/read_text_file", {"path": str(prod / "which.txt")}).is_error
+    wb.close("dev")
+    assert len(children() - before) == 1
+    assert wb.call("prod/filesystem/read_text_file", {"path": str(prod / "which.txt")}).text == "prod"
