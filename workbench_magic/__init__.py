@@ -18,6 +18,7 @@ from workbench_magic.errors import (
     ToolboxNotFoundError,
     ToolError,
     ToolNotFoundError,
+    UsageError,
     WorkbenchError,
 )
 
@@ -46,6 +47,20 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext workbench_magic`."""
+    from workbench_magic.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """`%unload_ext workbench_magic`: closes every connection."""
+    from workbench_magic.magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 __all__ = [
     "ArgumentError",
     "CallTimeoutError",
@@ -61,6 +76,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolResult",
     "ToolboxNotFoundError",
+    "UsageError",
     "Workbench",
     "WorkbenchError",
     "__version__",

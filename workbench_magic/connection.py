@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from workbench_magic.config import ServerConfig
 from workbench_magic.errors import ConnectError
 from workbench_magic.results import ServerStatus, ToolInfo
 
 if TYPE_CHECKING:
     from mcp import Client
+
+    from workbench_magic.config import ServerConfig
 
 logger = logging.getLogger("workbench_magic")
 

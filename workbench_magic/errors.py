@@ -11,6 +11,10 @@ class WorkbenchError(Exception):
     """Base class of every error the workbench raises on purpose."""
 
 
+class UsageError(WorkbenchError, ValueError):
+    """A magic or command was used wrongly (unknown subcommand, malformed body, unknown `$name`)."""
+
+
 class ConfigError(WorkbenchError):
     """The config file is missing, malformed or invalid; nothing was started."""
 

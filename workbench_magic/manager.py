@@ -14,16 +14,16 @@ import inspect
 import keyword
 import logging
 import os
+import queue
 import threading
 import time
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from traitlets import Bool, Float, Int, Unicode, observe
 from traitlets.config import Config, Configurable
 
-from workbench_magic.config import WorkbenchConfig, load_config, parse_config
 from workbench_magic.connection import Connection, ProgressCallback, describe_exception, leaf_exception
 from workbench_magic.errors import (
     CallTimeoutError,
@@ -33,7 +33,6 @@ from workbench_magic.errors import (
     ToolNotFoundError,
     WorkbenchError,
 )
-from workbench_magic.identifiers import ToolIdentifier, parse_identifier, parse_target
 from workbench_magic.results import (
     CallRecord,
     History,
@@ -50,12 +49,36 @@ from workbench_magic.results import (
     status_table_html,
     tools_table_html,
 )
-from workbench_magic.schema import validate_arguments
+
+if TYPE_CHECKING:
+    from workbench_magic.config import WorkbenchConfig
+    from workbench_magic.identifiers import ToolIdentifier
 
 T = TypeVar("T")
 logger = logging.getLogger("workbench_magic")
 
 _CANCEL_GRACE = 1.0
+_DONE = object()
+
+
+# config, identifiers and schema checks load pydantic/jsonschema (~0.15 s): import them on first
+# use, so `%load_ext workbench_magic` stays fast.
+def parse_identifier(value: Any) -> ToolIdentifier:
+    from workbench_magic.identifiers import parse_identifier as parse
+
+    return parse(value)
+
+
+def parse_target(value: str | None) -> tuple[str | None, str | None]:
+    from workbench_magic.identifiers import parse_target as parse
+
+    return parse(value)
+
+
+def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
+    from workbench_magic.schema import validate_arguments as validate
+
+    validate(tool, arguments)
 
 
 class _LoopThread:
@@ -89,8 +112,17 @@ class _LoopThread:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on the loop and wait; short errors are raised without internal chains."""
+    def run(
+        self,
+        coro: Coroutine[Any, Any, T],
+        events: queue.SimpleQueue[Any] | None = None,
+        on_event: Callable[[Any], object] | None = None,
+    ) -> T:
+        """Run `coro` on the loop and wait; short errors are raised without internal chains.
+
+        While waiting, items the coroutine puts on `events` are handed to `on_event` in the
+        calling thread (progress reaches the caller's cell, not the loop thread).
+        """
         if self.in_loop():
             coro.close()
             raise WorkbenchError("Synchronous workbench calls cannot run on the workbench loop; use acall()")
@@ -104,6 +136,13 @@ class _LoopThread:
 
         future = self.submit(runner())
         try:
+            if events is not None and on_event is not None:
+                future.add_done_callback(lambda _: events.put(_DONE))
+                while (item := events.get()) is not _DONE:
+                    try:
+                        on_event(item)
+                    except Exception:
+                        logger.exception("progress callback failed")
             return future.result()
         except KeyboardInterrupt:
             future.cancel()
@@ -198,11 +237,15 @@ class Workbench(Configurable):
         self._boxes: dict[str, _Toolbox] = {}
         self.history: History = History()
         self.tool_listeners: list[Callable[[str, str], None]] = []
-        self._settings: WorkbenchConfig = self._load(config)
+        self._source = config
+        # An explicit config is loaded (and checked) now; discovery waits for first use.
+        self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
         _instances.add(self)
 
     # ---- config ---------------------------------------------------------------------
     def _load(self, source: Any) -> WorkbenchConfig:
+        from workbench_magic.config import WorkbenchConfig, load_config, parse_config
+
         if isinstance(source, WorkbenchConfig):
             return source
         if isinstance(source, Mapping):
@@ -217,16 +260,19 @@ class Workbench(Configurable):
     @property
     def settings(self) -> WorkbenchConfig:
         """The loaded toolbox config."""
+        if self._settings is None:
+            self._settings = self._load(self._source)
         return self._settings
 
     @property
     def config_source(self) -> str:
         """Where the config came from (a path or `<embedded default>`)."""
-        return self._settings.source
+        return self.settings.source
 
     def load_config(self, source: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | None) -> None:
         """Load another config. Open toolboxes stay open until closed."""
         self._settings = self._load(source)
+        self._source = source
 
     @classmethod
     def shared(cls) -> Workbench:
@@ -240,7 +286,7 @@ class Workbench(Configurable):
         """Configured toolboxes: name, description, servers, open?"""
         return ToolboxList(
             ToolboxInfo(name, tb.description, tuple(tb.mcp_servers), name in self._boxes)
-            for name, tb in self._settings.toolboxes.items()
+            for name, tb in self.settings.toolboxes.items()
         )
 
     def open(self, name: str) -> OpenedToolbox:
@@ -254,7 +300,7 @@ class Workbench(Configurable):
     async def _aopen(self, name: str) -> OpenedToolbox:
         box = self._boxes.get(name)
         if box is None:
-            cfg = self._settings.toolbox(name)
+            cfg = self.settings.toolbox(name)
             box = _Toolbox(
                 name,
                 cfg.description,
@@ -303,8 +349,8 @@ class Workbench(Configurable):
 
     async def _aclose(self, names: list[str]) -> None:
         for name in names:
-            if name not in self._boxes and name not in self._settings.toolboxes:
-                self._settings.toolbox(name)  # raises the not-found error
+            if name not in self._boxes and name not in self.settings.toolboxes:
+                self.settings.toolbox(name)  # raises the not-found error
         boxes = [self._boxes.pop(n) for n in names if n in self._boxes]
         await asyncio.gather(*(c.close() for b in boxes for c in b.connections.values()), return_exceptions=True)
 
@@ -340,7 +386,7 @@ class Workbench(Configurable):
     def _box(self, name: str) -> _Toolbox:
         box = self._boxes.get(name)
         if box is None:
-            self._settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
+            self.settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
             raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
         return box
 
@@ -353,7 +399,7 @@ class Workbench(Configurable):
     async def _aconn(self, toolbox: str, server: str) -> Connection:
         """The connection, opening its toolbox first if it is configured but not open."""
         if toolbox not in self._boxes:
-            self._settings.toolbox(toolbox)
+            self.settings.toolbox(toolbox)
             await self._aopen(toolbox)
         return self._conn(toolbox, server)
 
@@ -403,8 +449,19 @@ class Workbench(Configurable):
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
     ) -> ToolResult:
-        """Call a tool and wait for its `ToolResult` (a tool error is in `.is_error`, not raised)."""
-        return self._loop.run(self._acall(identifier, arguments, timeout, progress))
+        """Call a tool and wait for its `ToolResult` (a tool error is in `.is_error`, not raised).
+
+        `progress(progress, total, message)` is called in this thread for each progress
+        notification. Ctrl-C / kernel interrupt cancels the call on the server.
+        """
+        if progress is None:
+            return self._loop.run(self._acall(identifier, arguments, timeout, None))
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        return self._loop.run(
+            self._acall(identifier, arguments, timeout, lambda *update: events.put(update)),
+            events,
+            lambda update: progress(*update),
+        )
 
     async def acall(
         self,
@@ -414,8 +471,16 @@ class Workbench(Configurable):
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
     ) -> ToolResult:
-        """`call` for `await` (from the kernel's loop or any other)."""
-        return await self._loop.arun(self._acall(identifier, arguments, timeout, progress))
+        """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's loop."""
+        forward: ProgressCallback | None = None
+        if progress is not None and not self._loop.in_loop():
+            caller = asyncio.get_running_loop()
+            callback = progress
+
+            def forward(value: float, total: float | None, message: str | None) -> None:
+                caller.call_soon_threadsafe(_deliver, callback, value, total, message)
+
+        return await self._loop.arun(self._acall(identifier, arguments, timeout, forward or progress))
 
     async def _acall(
         self,
@@ -539,6 +604,17 @@ class Workbench(Configurable):
         return f"<Workbench config={self.config_source!r} open={opened}>"
 
 
+def _deliver(callback: ProgressCallback, value: float, total: float | None, message: str | None) -> None:
+    result = callback(value, total, message)
+    if asyncio.iscoroutine(result):
+        task = asyncio.ensure_future(result)
+        _progress_tasks.add(task)
+        task.add_done_callback(_progress_tasks.discard)
+
+
+_progress_tasks: set[asyncio.Future[Any]] = set()
+
+
 async def _short_errors(coro: Coroutine[Any, Any, T]) -> T:
     """SDK and transport failures of resource/prompt requests as one-line `WorkbenchError`s."""
     try:
@@ -651,7 +727,7 @@ class ServerProxy:
         return self._wb.tools(f"{self._toolbox}/{self._server}")
 
     def _tool(self, name: str) -> ToolInfo:
-        return self._wb.tool(ToolIdentifier(toolbox=self._toolbox, server=self._server, name=name))
+        return self._wb.tool(f"{self._toolbox}/{self._server}/{name}")
 
     def __getattr__(self, name: str) -> ToolCallable:
         if name.startswith("_"):

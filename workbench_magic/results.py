@@ -16,10 +16,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.errors import ToolError
-from workbench_magic.identifiers import ToolIdentifier
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from workbench_magic.identifiers import ToolIdentifier
+
+
+def _identifier(toolbox: str, server: str, name: str) -> ToolIdentifier:
+    from workbench_magic.identifiers import ToolIdentifier  # pydantic: loaded on first use
+
+    return ToolIdentifier(toolbox=toolbox, server=server, name=name)
+
 
 _TEXT_PREVIEW = 2000
 
@@ -74,7 +82,7 @@ class ToolInfo:
     @property
     def identifier(self) -> ToolIdentifier:
         """The structured identifier `{toolbox, server, name}`."""
-        return ToolIdentifier(toolbox=self.toolbox, server=self.server, name=self.name)
+        return _identifier(self.toolbox, self.server, self.name)
 
     @property
     def path(self) -> str:
@@ -256,15 +264,18 @@ class ToolResult:
         lines = text.splitlines()
         return " ".join(lines[:3]) + (" …" if len(lines) > 3 else "")
 
+    def to_error(self) -> ToolError:
+        """The `ToolError` describing this (failed) result."""
+        i = self.identifier
+        return ToolError(
+            f"Error executing tool '{i.name}' in server '{i.server}' (toolbox '{i.toolbox}'): {self.error_message()}",
+            result=self,
+        )
+
     def raise_for_error(self) -> ToolResult:
         """Raise `ToolError` when the tool reported an error; return self otherwise."""
         if self.is_error:
-            i = self.identifier
-            raise ToolError(
-                f"Error executing tool '{i.name}' in server '{i.server}' (toolbox '{i.toolbox}'): "
-                f"{self.error_message()}",
-                result=self,
-            )
+            raise self.to_error()
         return self
 
     # ---- reprs -------------------------------------------------------------------------
@@ -511,7 +522,7 @@ class PromptInfo:
 
     @property
     def identifier(self) -> ToolIdentifier:
-        return ToolIdentifier(toolbox=self.toolbox, server=self.server, name=self.name)
+        return _identifier(self.toolbox, self.server, self.name)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{n}{'' if req else '?'}" for n, req, _ in self.arguments)

@@ -67,3 +67,60 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     raise ArgumentError(
         f"Invalid arguments for tool '{tool.name}' in server '{tool.server}' (toolbox '{tool.toolbox}'): {detail}"
     )
+
+
+def resolve(spec: Any, root: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local `$ref` (`#/$defs/X`, `#/definitions/X`) within `root`; non-dicts become {}."""
+    seen = 0
+    while isinstance(spec, dict) and isinstance(spec.get("$ref"), str) and seen < 32:
+        ref = spec["$ref"]
+        if not ref.startswith("#/"):
+            break
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+        extra = {k: v for k, v in spec.items() if k != "$ref"}
+        spec = {**target, **extra} if isinstance(target, dict) else extra
+        seen += 1
+    return spec if isinstance(spec, dict) else {}
+
+
+def _example(spec: Any, root: dict[str, Any], depth: int) -> Any:
+    spec = resolve(spec, root)
+    for key in ("default", "const"):
+        if key in spec:
+            return spec[key]
+    if isinstance(spec.get("examples"), list) and spec["examples"]:
+        return spec["examples"][0]
+    if isinstance(spec.get("enum"), list) and spec["enum"]:
+        return spec["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        options = [resolve(o, root) for o in spec.get(key) or []]
+        options = [o for o in options if o.get("type") != "null"]
+        if options:
+            return _example(options[0], root, depth)
+    if isinstance(spec.get("allOf"), list) and spec["allOf"]:
+        return _example(spec["allOf"][0], root, depth)
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "object" or "properties" in spec:
+        if depth > 4:
+            return {}
+        required = set(spec.get("required") or [])
+        props = spec.get("properties") or {}
+        return {name: _example(p, root, depth + 1) for name, p in props.items() if name in required}
+    if kind == "array":
+        return [_example(spec.get("items", {}), root, depth + 1)] if depth <= 4 else []
+    return {"string": "text", "integer": 0, "number": 0.0, "boolean": False, "null": None}.get(kind or "", "value")
+
+
+def example_arguments(tool: ToolInfo) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Example values for a tool's arguments: (required ones, optional ones), from its schema."""
+    schema = tool.input_schema
+    required = set(tool.required)
+    req: dict[str, Any] = {}
+    opt: dict[str, Any] = {}
+    for name, spec in tool.parameters.items():
+        (req if name in required else opt)[name] = _example(spec, schema, 1)
+    return req, opt

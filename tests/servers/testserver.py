@@ -158,10 +158,14 @@ async def slow(
     steps: Annotated[int, Field(ge=0, le=10_000)] = 5,
     delay: Annotated[float, Field(ge=0)] = 0.1,
 ) -> str:
-    """Take ``steps`` steps of ``delay`` seconds, reporting progress after each."""
-    for i in range(steps):
-        await anyio.sleep(delay)
-        await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+    """Take ``steps`` steps of ``delay`` seconds, reporting progress after each (``cancelled`` on stderr)."""
+    try:
+        for i in range(steps):
+            await anyio.sleep(delay)
+            await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+    except anyio.get_cancelled_exc_class():
+        print("cancelled", file=sys.stderr, flush=True)
+        raise
     return f"done {steps} steps"
 
 
