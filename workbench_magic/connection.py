@@ -32,6 +32,7 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] |
 
 STDERR_TAIL_LINES = 5
 _LOG_LIMIT = 10 * 1024 * 1024
+_MARK = "--- workbench: "
 
 
 def leaf_exception(exc: BaseException) -> BaseException:
@@ -66,12 +67,13 @@ class StderrLog:
         return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
 
     def tail(self, lines: int = STDERR_TAIL_LINES) -> str:
-        text = [line for line in self.read().splitlines() if line.strip()]
+        """The server's last stderr lines, on one line (our own markers left out)."""
+        text = [line for line in self.read().splitlines() if line.strip() and not line.startswith(_MARK)]
         return " | ".join(line.strip() for line in text[-lines:])
 
     def mark(self, text: str) -> None:
         if not self.file.closed:
-            self.file.write(f"--- workbench: {text} ---\n")
+            self.file.write(f"{_MARK}{text} ---\n")
             self.file.flush()
 
     def close(self) -> None:

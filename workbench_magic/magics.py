@@ -283,7 +283,11 @@ class WorkbenchMagics(Magics):
         p = self._parser("open")
         p.add_argument("toolboxes", nargs="+")
         ns = p.parse(args)
-        boxes = [self.workbench.open(name) for name in ns.toolboxes]
+        from workbench_magic.widgets import ExploredToolbox
+
+        for name in ns.toolboxes:
+            self.workbench.open(name)
+        boxes = [ExploredToolbox(self.workbench, name) for name in ns.toolboxes]
         return boxes[0] if len(boxes) == 1 else boxes
 
     def _cmd_close(self, args: list[str]) -> Any:

@@ -81,6 +81,38 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     validate(tool, arguments)
 
 
+class Call(concurrent.futures.Future[T]):
+    """A running call. `cancel()` asks its task to stop (the server gets `notifications/cancelled`);
+    the future settles when the task has really ended, so callbacks see the final state."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._loop = loop
+        self._task: asyncio.Task[T] | None = None
+
+    def _start(self, coro: Coroutine[Any, Any, T]) -> None:
+        self._task = self._loop.create_task(coro)
+        self._task.add_done_callback(self._settle)
+
+    def _settle(self, task: asyncio.Task[T]) -> None:
+        if task.cancelled():
+            super().cancel()
+        elif (error := task.exception()) is not None:
+            self.set_exception(error)
+        else:
+            self.set_result(task.result())
+
+    def cancel(self) -> bool:
+        if self.done():
+            return False
+        self._loop.call_soon_threadsafe(self._cancel_task)
+        return True
+
+    def _cancel_task(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+
 class _LoopThread:
     """The one background event loop (daemon thread) every connection lives on."""
 
@@ -111,6 +143,12 @@ class _LoopThread:
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> Call[T]:
+        """Start `coro` as a task; the returned future settles only once the task has ended."""
+        call: Call[T] = Call(self.loop)
+        self.loop.call_soon_threadsafe(call._start, coro)
+        return call
 
     def run(
         self,
@@ -462,6 +500,21 @@ class Workbench(Configurable):
             events,
             lambda update: progress(*update),
         )
+
+    def submit(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Call[ToolResult]:
+        """Start a call and return at once (for widgets): `future.cancel()` cancels it on the server.
+
+        `progress` and the future's done-callbacks run on the workbench loop thread; the future
+        settles only after the call has ended (also when cancelled).
+        """
+        return self._loop.spawn(self._acall(identifier, arguments, timeout, progress))
 
     async def acall(
         self,

@@ -66,7 +66,7 @@ class ToolInfo:
     @classmethod
     def from_sdk(cls, toolbox: str, server: str, tool: Any) -> ToolInfo:
         """Build from an SDK `Tool`."""
-        annotations = tool.annotations.model_dump(exclude_none=True) if tool.annotations else None
+        annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
         return cls(
             toolbox=toolbox,
             server=server,

@@ -1,0 +1,131 @@
+"""The magics in a real IPython kernel driven over jupyter_client: interrupts, errors, shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import stdio_server, toolbox, write_config
+from jupyter_client.manager import KernelManager
+
+
+class Kernel:
+    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(cwd=str(cwd), env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def execute(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run code; return (execute_reply content, iopub messages of this request)."""
+        msg_id = self.kc.execute(code)
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"], self.drain(msg_id)
+
+    def drain(self, msg_id: str, timeout: float = 10) -> list[dict[str, Any]]:
+        messages = []
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return messages
+
+    def shutdown(self) -> None:
+        if self.km.has_kernel:
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=False)
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[Kernel]:
+    config = write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
+    yield k
+    k.shutdown()
+
+
+def text_of(messages: list[dict[str, Any]]) -> str:
+    parts = []
+    for msg in messages:
+        content = msg["content"]
+        parts.append(content.get("text", ""))
+        parts.append(str(content.get("data", {}).get("text/plain", "")))
+    return "".join(parts)
+
+
+def test_interrupt_returns_at_once_and_cancels_on_the_server(kernel: Kernel) -> None:
+    reply, _ = kernel.execute("%load_ext workbench_magic\n%workbench open t")
+    assert reply["status"] == "ok"
+    msg_id = kernel.kc.execute("%%use_tool t/s/slow\nsteps: 600\ndelay: 0.05")
+    # wait until progress shows the call is running on the server
+    while True:
+        msg = kernel.kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and "t/s/slow: " in text_of([msg]):
+            break
+    started = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    elapsed = time.monotonic() - started
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert elapsed < 3, f"interrupt took {elapsed:.2f} s"
+    kernel.drain(msg_id)
+    # the connection is still usable, and the server saw the cancellation
+    reply, out = kernel.execute("%use_tool t/s/echo text=alive")
+    assert reply["status"] == "ok" and "alive" in text_of(out)
+    reply, out = kernel.execute("print(get_ipython().run_line_magic('workbench', 'logs t/s'))")
+    assert "cancelled" in text_of(out)
+
+
+def test_errors_are_one_line_error_messages_in_the_kernel(kernel: Kernel) -> None:
+    kernel.execute("%load_ext workbench_magic")
+    reply, out = kernel.execute("%%use_tool t/s/fail\nmessage: nope")
+    assert reply["status"] == "error"
+    assert reply["ename"] == "ToolError"
+    errors = [m["content"] for m in out if m["msg_type"] == "error"]
+    assert len(errors) == 1
+    assert errors[0]["traceback"] == [
+        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): Error executing tool fail: nope"
+    ]
+    # the failed result was shown before the error
+    assert "ToolResult t/s/fail [error" in text_of(out)
+    reply, _ = kernel.execute("%workbench bogus")
+    assert reply["ename"] == "UsageError"
+
+
+def test_top_level_await_in_the_kernel(kernel: Kernel) -> None:
+    kernel.execute("%load_ext workbench_magic\nfrom workbench_magic import Workbench\nwb = Workbench.shared()")
+    reply, out = kernel.execute("r = await wb.acall('t/s/echo', {'text': 'awaited'})\nprint(r.text)")
+    assert reply["status"] == "ok" and "awaited" in text_of(out)
+    reply, out = kernel.execute("%use_tool t/s/echo text=magic-after-await")
+    assert reply["status"] == "ok" and "magic-after-await" in text_of(out)
+
+
+def test_kernel_shutdown_ends_the_servers(kernel: Kernel) -> None:
+    code = (
+        "%load_ext workbench_magic\n%workbench open t\nimport json, os\n"
+        "kids = [int(p) for p in os.listdir('/proc') if p.isdigit() and "
+        "open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]\n"
+        "print(json.dumps(kids))"
+    )
+    reply, out = kernel.execute(code)
+    assert reply["status"] == "ok"
+    pids = json.loads(text_of(out).strip().splitlines()[-1])
+    assert pids
+    kernel.shutdown()
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text()]
+        time.sleep(0.1)  # polling /proc for processes to be reaped: there is no event to wait on
+    assert alive == []
