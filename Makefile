@@ -24,8 +24,9 @@ $(NPM_STAMP): tests/servers/package-lock.json
 	touch $@
 
 ## make lab: JupyterLab on the quickstart notebook, with the embedded demo toolbox
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: venv
-	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb
+	$(VENV)/bin/jupyter lab $(LAB_ARGS) notebooks/01-quickstart.ipynb
 
 ## make demo: headless smoke run of the main job (open demo, call tools, print results)
 demo: venv
