@@ -11,17 +11,30 @@ from workbench_magic.errors import WorkbenchError
 
 
 def _parser() -> argparse.ArgumentParser:
+    config_help = "config file (default: $WORKBENCH_CONFIG, ./workbench-config.json, the embedded demo)"
     parser = argparse.ArgumentParser(prog="workbench-magic", description="MCP Workbench for notebooks.")
-    parser.add_argument("--config", help="config file (default: $WORKBENCH_CONFIG, ./workbench-config.json, demo)")
+    parser.add_argument("--config", help=config_help)
+    # `--config` is accepted after the subcommand too (`workbench-magic serve --config PATH`)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the configured toolboxes")
-    tools = sub.add_parser("tools", help="open a toolbox and list its tools")
+    sub.add_parser("list", help="list the configured toolboxes", parents=[common])
+    tools = sub.add_parser("tools", help="open a toolbox and list its tools", parents=[common])
     tools.add_argument("target", help="toolbox or toolbox/server")
-    call = sub.add_parser("call", help="call a tool: workbench-magic call dev/server/tool '{\"arg\": 1}'")
+    call = sub.add_parser(
+        "call", help="call a tool: workbench-magic call dev/server/tool '{\"arg\": 1}'", parents=[common]
+    )
     call.add_argument("tool", help="toolbox/server/tool")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     call.add_argument("--timeout", type=float, default=None)
-    sub.add_parser("demo", help="open the embedded demo toolbox, call a few tools, print the results")
+    sub.add_parser("demo", help="open the embedded demo toolbox, call a few tools, print the results", parents=[common])
+    serve = sub.add_parser(
+        "serve", help="serve the toolboxes over MCP (meta-tools, optionally every tool)", parents=[common]
+    )
+    serve.add_argument("--mode", choices=["proxy", "dynamic"], default="proxy")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
     return parser
 
 
@@ -31,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from workbench_magic.manager import Workbench
 
     try:
+        if args.command == "serve":
+            from workbench_magic.server import serve
+
+            return serve(args.config, mode=args.mode, transport=args.transport, host=args.host, port=args.port)
         if args.command == "demo":
             from workbench_magic.demo.smoke import run_demo
 

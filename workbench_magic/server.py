@@ -1,0 +1,415 @@
+"""`workbench-magic serve`: the workbench as an MCP server, as the original MCP Workbench was.
+
+Meta-tools `list_toolboxes`, `open_toolbox`, `close_toolbox`, `use_tool` and `search_tools`
+give any MCP client the toolboxes of one config. In dynamic mode every tool of an opened
+toolbox is also registered as `{toolbox}__{server}__{tool}` and clients are told the list
+changed (the legacy notification and the 2026-07-28 subscription).
+
+The server runs on its own event loop (the main thread); the `Workbench` and every downstream
+connection live on the workbench loop thread, reached with `acall`/`aopen`. Logs go to stderr:
+on stdio, stdout is the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.shared.subscriptions import ToolsListChanged
+
+from workbench_magic.errors import WorkbenchError
+from workbench_magic.identifiers import parse_identifier
+from workbench_magic.manager import Workbench
+from workbench_magic.results import ToolInfo
+
+logger = logging.getLogger("workbench_magic.server")
+
+Mode = Literal["proxy", "dynamic"]
+MAX_TOOL_NAME = 64
+
+_STRING = {"type": "string", "minLength": 1}
+_TOOLBOX_ARG = {
+    "type": "object",
+    "properties": {"toolbox": {**_STRING, "description": "Toolbox name, from list_toolboxes"}},
+    "required": ["toolbox"],
+    "additionalProperties": False,
+}
+_IDENTIFIER = {
+    "type": "object",
+    "description": "Which tool: its toolbox, its server, and its name (as open_toolbox lists them)",
+    "properties": {
+        "toolbox": {**_STRING, "description": "Toolbox name"},
+        "server": {**_STRING, "description": "Server name within the toolbox"},
+        "name": {**_STRING, "description": "Tool name as the server defines it"},
+    },
+    "required": ["toolbox", "server", "name"],
+    "additionalProperties": False,
+}
+
+
+def _notes(title: str, *, read_only: bool) -> types.ToolAnnotations:
+    """Annotations of the toolbox meta-tools: idempotent, local, never destructive."""
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    )
+
+
+@dataclass(frozen=True)
+class MetaTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: types.ToolAnnotations
+
+    def sdk(self) -> types.Tool:
+        return types.Tool(
+            name=self.name, description=self.description, input_schema=self.input_schema, annotations=self.annotations
+        )
+
+
+META_TOOLS: dict[str, MetaTool] = {
+    t.name: t
+    for t in (
+        MetaTool(
+            "list_toolboxes",
+            "List the configured toolboxes: name, description, servers, and whether each is open.",
+            {"type": "object", "properties": {}, "additionalProperties": False},
+            _notes("List toolboxes", read_only=True),
+        ),
+        MetaTool(
+            "open_toolbox",
+            "Open a toolbox: start and connect every MCP server in it, and list their tools with input schemas. "
+            "Opening an open toolbox returns the same answer.",
+            _TOOLBOX_ARG,
+            _notes("Open toolbox", read_only=False),
+        ),
+        MetaTool(
+            "close_toolbox",
+            "Close a toolbox: disconnect and stop its MCP servers.",
+            _TOOLBOX_ARG,
+            _notes("Close toolbox", read_only=False),
+        ),
+        MetaTool(
+            "use_tool",
+            "Call a tool of a toolbox. `tool` names it ({toolbox, server, name}); `arguments` are the tool's own "
+            "arguments (see its inputSchema from open_toolbox). The tool's result is returned unchanged.",
+            {
+                "type": "object",
+                "properties": {
+                    "tool": _IDENTIFIER,
+                    "arguments": {
+                        "type": "object",
+                        "description": "Arguments for the tool, matching its inputSchema",
+                        "default": {},
+                    },
+                },
+                "required": ["tool"],
+                "additionalProperties": False,
+            },
+            types.ToolAnnotations(title="Use tool", read_only_hint=False, open_world_hint=True),
+        ),
+        MetaTool(
+            "search_tools",
+            "Search the tools of open toolboxes by words in their name, server, toolbox or description.",
+            {
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "Words to look for"}},
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            _notes("Search tools", read_only=True),
+        ),
+    )
+}
+
+
+def _text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
+    """JSON text plus the same data as structured content."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))],
+        structured_content=data if isinstance(data, dict) else None,
+        is_error=error,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def registered_name(tool: ToolInfo) -> str:
+    """`{toolbox}__{server}__{tool}` (toolbox and server names never contain `__`)."""
+    return f"{tool.toolbox}__{tool.server}__{tool.name}"
+
+
+def instructions(workbench: Workbench) -> str:
+    """The initialize instructions: the toolboxes and a `use_tool` call the schema accepts."""
+    toolboxes = workbench.toolboxes()
+    lines = [
+        "MCP Workbench: MCP servers grouped into toolboxes.",
+        "Call open_toolbox to start a toolbox's servers and see their tools, then use_tool to call one.",
+        "",
+        "Toolboxes:",
+    ]
+    for tb in toolboxes:
+        count = len(tb.servers)
+        lines.append(f"- {tb.name} ({count} server{'s' if count != 1 else ''}): {tb.description or 'no description'}")
+    if not toolboxes:
+        lines.append("- (none configured)")
+    toolbox = toolboxes[0].name if toolboxes else "my_toolbox"
+    server = toolboxes[0].servers[0] if toolboxes and toolboxes[0].servers else "my_server"
+    example = {"tool": {"toolbox": toolbox, "server": server, "name": "TOOL_NAME_FROM_OPEN_TOOLBOX"}, "arguments": {}}
+    lines += ["", "Example use_tool arguments:", json.dumps(example, indent=2)]
+    return "\n".join(lines)
+
+
+class WorkbenchServer(MCPServer):
+    """An `MCPServer` whose tools are the meta-tools (and, in dynamic mode, the opened tools)."""
+
+    def __init__(self, workbench: Workbench, mode: Mode = "proxy") -> None:
+        super().__init__(
+            name="mcp-workbench",
+            version=_version(),
+            instructions=instructions(workbench),
+            log_level="WARNING",
+        )
+        self.workbench = workbench
+        self.mode: Mode = mode
+        self._dynamic: dict[str, ToolInfo] = {}
+        self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._legacy_sessions: list[Any] = []
+        if mode == "dynamic":
+            workbench.tool_listeners.append(self._downstream_tools_changed)
+            self._advertise_list_changed()
+
+    def _advertise_list_changed(self) -> None:
+        """Handshake-era clients only act on list_changed when `tools.listChanged` is advertised;
+        MCPServer does not advertise it by itself (2026-07-28 clients subscribe instead)."""
+        from mcp.server import NotificationOptions
+
+        lowlevel = self._lowlevel_server
+        original = lowlevel.create_initialization_options
+
+        def with_list_changed(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return original(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+        lowlevel.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+
+    # ---- what clients see ---------------------------------------------------------------
+    async def list_tools(self) -> list[types.Tool]:
+        tools = [meta.sdk() for meta in META_TOOLS.values()]
+        for name, info in self._dynamic.items():
+            tools.append(
+                types.Tool(
+                    name=name,
+                    title=info.title,
+                    description=f"[{info.toolbox}/{info.server}] {info.description or ''}".rstrip(),
+                    input_schema=info.input_schema,
+                    output_schema=info.output_schema,
+                    annotations=types.ToolAnnotations.model_validate(info.annotations) if info.annotations else None,
+                    _meta={"toolbox": info.toolbox, "server": info.server, "original_name": info.name},
+                )
+            )
+        return tools
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        if name in META_TOOLS:
+            return META_TOOLS[name].input_schema
+        info = self._dynamic.get(name)
+        return info.input_schema if info is not None else None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> types.CallToolResult:
+        self._remember(context)
+        handler: Callable[[dict[str, Any], Context[Any, Any] | None], Awaitable[types.CallToolResult]] | None = {
+            "list_toolboxes": self._list_toolboxes,
+            "open_toolbox": self._open_toolbox,
+            "close_toolbox": self._close_toolbox,
+            "use_tool": self._use_tool,
+            "search_tools": self._search_tools,
+        }.get(name)
+        try:
+            if handler is not None:
+                _check_arguments(META_TOOLS[name], arguments)
+                return await handler(arguments, context)
+            info = self._dynamic.get(name)
+            if info is None:
+                return _error(f"Unknown tool '{name}'. Meta-tools: {', '.join(META_TOOLS)}")
+            return await self._forward(info.identifier, arguments)
+        except WorkbenchError as exc:
+            return _error(str(exc))
+
+    # ---- meta-tools ---------------------------------------------------------------------
+    async def _list_toolboxes(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        toolboxes = [
+            {"name": tb.name, "description": tb.description, "servers": list(tb.servers), "open": tb.open}
+            for tb in self.workbench.toolboxes()
+        ]
+        return _text_result({"toolboxes": toolboxes})
+
+    async def _open_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        name = arguments["toolbox"]
+        box = await self.workbench.aopen(name)
+        servers = box.servers
+        tools = box.tools
+        answer: dict[str, Any] = {
+            "toolbox": name,
+            "description": box.description,
+            "servers_connected": sum(1 for s in servers.values() if s.connected),
+            "tools": [t.to_dict() for t in tools],
+        }
+        if box.failed:
+            answer["servers_failed"] = box.failed
+        if self.mode == "dynamic":
+            await self._register(name)
+        return _text_result(answer)
+
+    async def _close_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        name = arguments["toolbox"]
+        was_open = self.workbench.is_open(name)
+        await self.workbench.aclose(name)
+        if self.mode == "dynamic":
+            await self._register(name)
+        return _text_result({"toolbox": name, "closed": was_open})
+
+    async def _use_tool(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        ident = parse_identifier(arguments["tool"])
+        return await self._forward(ident, arguments.get("arguments") or {})
+
+    async def _search_tools(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        query = arguments["query"]
+        found = self.workbench.search(query) if query.strip() else self.workbench.tools()
+        return _text_result({"query": query, "tools": [t.to_dict() for t in found]})
+
+    async def _forward(self, ident: Any, arguments: dict[str, Any]) -> types.CallToolResult:
+        """The downstream result unchanged; failures as errors with the toolbox/server/tool context."""
+        if not isinstance(arguments, dict):
+            return _error("arguments must be an object of the tool's arguments")
+        result = await self.workbench.acall(ident, arguments)
+        raw: types.CallToolResult = result.raw
+        return raw
+
+    # ---- dynamic mode -------------------------------------------------------------------
+    async def _register(self, toolbox: str, *, changed: bool = False) -> None:
+        """Make the registered tools of `toolbox` match what is open now; tell clients if they changed."""
+        before = {n: t for n, t in self._dynamic.items() if t.toolbox == toolbox}
+        for name in before:
+            del self._dynamic[name]
+        if self.workbench.is_open(toolbox):
+            for tool in self.workbench.tools(toolbox):
+                name = registered_name(tool)
+                if len(name) > MAX_TOOL_NAME:
+                    logger.warning(
+                        "tool name %s is %d characters long; some MCP clients reject names over %d",
+                        name,
+                        len(name),
+                        MAX_TOOL_NAME,
+                    )
+                self._dynamic[name] = tool
+        after = {n: t for n, t in self._dynamic.items() if t.toolbox == toolbox}
+        if changed or before != after:
+            await self._tools_changed()
+
+    async def _tools_changed(self) -> None:
+        """Tell every client: 2026-07-28 subscribers through the bus, handshake-era sessions directly."""
+        await self._subscriptions.publish(ToolsListChanged())
+        alive = []
+        for session in self._legacy_sessions:
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:
+                logger.debug("dropping a session that cannot be notified: %s", exc)
+                continue
+            alive.append(session)
+        self._legacy_sessions = alive
+
+    def _remember(self, context: Context[Any, Any] | None) -> None:
+        if self._server_loop is None:
+            self._server_loop = asyncio.get_running_loop()
+        if context is None or self.mode != "dynamic":
+            return
+        try:
+            version = context.protocol_version
+            session = context.request_context.session
+        except (ValueError, AttributeError):
+            return
+        if version and version < "2026-07-28" and all(s is not session for s in self._legacy_sessions):
+            self._legacy_sessions.append(session)
+
+    def _downstream_tools_changed(self, toolbox: str, server: str) -> None:
+        """A downstream server's tools changed (workbench loop thread): re-register on the server loop."""
+        if self._server_loop is not None and not self._server_loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self._register(toolbox, changed=True), self._server_loop)
+
+
+def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:
+    """Meta-tool arguments against their schema, with the DESIGN texts for identifiers."""
+    from workbench_magic.errors import UsageError
+
+    if meta.name == "use_tool" and isinstance(arguments.get("tool"), dict):
+        parse_identifier(arguments["tool"])  # raises the DESIGN texts (empty field, `tool` key, extras)
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(meta.input_schema).iter_errors(arguments))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path)
+        detail = f"'{where}': {error.message}" if where else error.message
+        raise UsageError(f"Invalid arguments for {meta.name}: {detail}")
+
+
+def _version() -> str:
+    from workbench_magic import __version__
+
+    return __version__
+
+
+def serve(
+    config: str | None = None,
+    *,
+    mode: Mode = "proxy",
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> int:
+    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    workbench = Workbench(config=config)
+    server = WorkbenchServer(workbench, mode)
+    logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
+    if transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning("binding to %s: the workbench is reachable from other machines; it has no authentication", host)
+
+    def stop(signum: int, frame: Any) -> None:
+        # The stdio transport reads stdin in a worker thread that a signal cannot unblock, so
+        # close every downstream server here and leave without waiting for that thread.
+        logger.info("SIGTERM: closing every downstream server")
+        workbench.close_all()
+        logging.shutdown()
+        os._exit(0)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)
+    except KeyboardInterrupt:
+        logger.info("stopping")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        workbench.close_all()
+    return 0
