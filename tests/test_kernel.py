@@ -95,7 +95,7 @@ def test_errors_are_one_line_error_messages_in_the_kernel(kernel: Kernel) -> Non
     errors = [m["content"] for m in out if m["msg_type"] == "error"]
     assert len(errors) == 1
     assert errors[0]["traceback"] == [
-        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): Error executing tool fail: nope"
+        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): nope"
     ]
     # the failed result was shown before the error
     assert "ToolResult t/s/fail [error" in text_of(out)

@@ -117,8 +117,7 @@ def test_tool_error_shows_result_and_raises_short_error(ip: InteractiveShell, ca
     run(ip, "%workbench open t")
     seen = error_of(ip, "%%use_tool t/s/fail\nmessage: broken on purpose", capsys)
     assert seen.splitlines()[-1] == (
-        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): "
-        "Error executing tool fail: broken on purpose"
+        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): broken on purpose"
     )
     assert "ToolResult t/s/fail [error" in seen  # the result is shown before the error
     assert "Traceback" not in seen

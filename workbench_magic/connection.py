@@ -13,12 +13,14 @@ import logging
 import math
 import os
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from workbench_magic.errors import ConnectError
+from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ logger = logging.getLogger("workbench_magic")
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 STDERR_TAIL_LINES = 5
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
 _LOG_LIMIT = 10 * 1024 * 1024
 _MARK = "--- workbench: "
 
@@ -102,7 +106,10 @@ class Connection:
         self.all_tool_names: list[str] = []
         self.tool_list_changes = 0
         self.connects = 0
+        self.failures = 0
+        self._retry_at = 0.0
         self.log = StderrLog(f"{toolbox}-{name}")
+        self.secrets: frozenset[str] = frozenset(getattr(config, "secrets", ()) or ())
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -129,14 +136,19 @@ class Connection:
         )
 
     def failure_message(self, reason: str) -> str:
-        return f"Failed to connect to server '{self.name}' in toolbox '{self.toolbox}': {reason}"
+        return mask(f"Failed to connect to server '{self.name}' in toolbox '{self.toolbox}': {reason}", self.secrets)
 
     def logs(self) -> str:
-        return self.log.read()
+        """Everything the server wrote to stderr, secrets masked."""
+        return mask(self.log.read(), self.secrets)
 
     # ---- lifecycle ------------------------------------------------------------------
-    async def start(self) -> None:
-        """Connect (or reconnect). Raises `ConnectError`; the connection is then `failed`."""
+    async def start(self, *, force: bool = True) -> None:
+        """Connect (or reconnect). Raises `ConnectError`; the connection is then `failed`.
+
+        After failed attempts, `force=False` (what calls use) fails fast until the backoff
+        (0.5 s, doubling, at most 30 s) has passed; opening or reconnecting always tries.
+        """
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -144,6 +156,9 @@ class Connection:
                 return
             if self.status == "closed":
                 raise ConnectError(self.failure_message("the connection is closed"))
+            wait = self._retry_at - time.monotonic()
+            if not force and self.status == "failed" and wait > 0:
+                raise ConnectError(f"{self.error} (next attempt in {wait:.1f} s; %workbench reconnect tries now)")
             await self._stop_owner()
             self.status = "connecting"
             self.error = None
@@ -162,11 +177,15 @@ class Connection:
                 self.error = self.failure_message("cancelled while connecting")
                 raise
             except ConnectError:
+                self.failures += 1
+                self._retry_at = time.monotonic() + min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 1))
                 raise
+            self.failures = 0
 
     async def ensure_connected(self) -> None:
+        """Connect if needed, honouring the backoff after failed attempts."""
         if self.status != "connected":
-            await self.start()
+            await self.start(force=False)
 
     async def close(self) -> None:
         """Stop the owner task (which closes the client and ends the process); final."""

@@ -33,6 +33,7 @@ from workbench_magic.errors import (
     ToolNotFoundError,
     WorkbenchError,
 )
+from workbench_magic.masking import mask, mask_value
 from workbench_magic.results import (
     CallRecord,
     History,
@@ -228,6 +229,28 @@ def _close_everything() -> None:
 atexit.register(_close_everything)
 
 
+_prewarm_started = threading.Event()
+
+
+def _prewarm_validation() -> None:
+    """Import jsonschema in the background while the first servers start.
+
+    When `rfc3987_syntax` is installed (JupyterLab's dependencies install it), importing
+    jsonschema builds a grammar parser for seconds of CPU; done here, the first call does not wait.
+    """
+    if _prewarm_started.is_set():
+        return
+    _prewarm_started.set()
+
+    def work() -> None:
+        try:
+            import jsonschema  # noqa: F401
+        except Exception:
+            logger.debug("jsonschema pre-import failed", exc_info=True)
+
+    threading.Thread(target=work, name="workbench-prewarm", daemon=True).start()
+
+
 class _Toolbox:
     """An opened toolbox: its connections by server name."""
 
@@ -336,6 +359,8 @@ class Workbench(Configurable):
         return await self._loop.arun(self._aopen(name))
 
     async def _aopen(self, name: str) -> OpenedToolbox:
+        if self.validate_arguments:
+            _prewarm_validation()
         box = self._boxes.get(name)
         if box is None:
             cfg = self.settings.toolbox(name)
@@ -350,9 +375,8 @@ class Workbench(Configurable):
             for conn in box.connections.values():
                 conn.on_tools_changed = self._tools_changed
             self._boxes[name] = box
-        results = await asyncio.gather(
-            *(c.ensure_connected() for c in box.connections.values()), return_exceptions=True
-        )
+        # Opening (again) is the user asking to try now: no backoff.
+        results = await asyncio.gather(*(c.start() for c in box.connections.values()), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
                 raise result
@@ -571,7 +595,7 @@ class Workbench(Configurable):
         except WorkbenchError as exc:
             error = exc
         except asyncio.CancelledError:
-            self._record(ident, args, started, t0, False, "cancelled")
+            self._record(ident, args, started, t0, False, "cancelled", conn.secrets)
             raise
         except Exception as exc:
             leaf = leaf_exception(exc)
@@ -579,17 +603,31 @@ class Workbench(Configurable):
                 error = CallTimeoutError(f"{prefix}: timed out after {limit:g} s (cancelled on the server)")
             else:
                 error = ToolError(f"{prefix}: {describe_exception(leaf)}")
+        secrets = conn.secrets
         if error is not None:
-            self._record(ident, args, started, t0, False, str(error))
+            if secrets:
+                error.args = (mask(str(error), secrets),)
+            self._record(ident, args, started, t0, False, str(error), secrets)
             raise error
         elapsed = time.perf_counter() - t0
-        result = ToolResult(identifier=ident, raw=raw, elapsed=elapsed, arguments=args)
-        self._record(ident, args, started, t0, not result.is_error, result.error_message() if result.is_error else None)
+        result = ToolResult(identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets)
+        failed = result.error_message() if result.is_error else None
+        self._record(ident, args, started, t0, not result.is_error, failed, secrets)
         return result
 
     def _record(
-        self, ident: ToolIdentifier, args: dict[str, Any], started: float, t0: float, ok: bool, error: str | None
+        self,
+        ident: ToolIdentifier,
+        args: dict[str, Any],
+        started: float,
+        t0: float,
+        ok: bool,
+        error: str | None,
+        secrets: frozenset[str] = frozenset(),
     ) -> None:
+        if secrets:
+            args = mask_value(args, secrets)
+            error = mask(error, secrets) if error else error
         self.history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error))
 
     # ---- resources and prompts -------------------------------------------------------

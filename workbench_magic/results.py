@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import inspect
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.errors import ToolError
+from workbench_magic.masking import mask, mask_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,7 +73,7 @@ class ToolInfo:
             toolbox=toolbox,
             server=server,
             name=tool.name,
-            description=tool.description,
+            description=inspect.cleandoc(tool.description) if tool.description else tool.description,
             input_schema=dict(tool.input_schema or {"type": "object"}),
             output_schema=dict(tool.output_schema) if tool.output_schema else None,
             annotations=annotations or None,
@@ -207,6 +209,8 @@ class ToolResult:
     raw: Any
     elapsed: float = 0.0
     arguments: dict[str, Any] = field(default_factory=dict)
+    secrets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    """Config secrets: masked in what the result shows (its data stays as the tool sent it)."""
 
     @property
     def is_error(self) -> bool:
@@ -259,8 +263,15 @@ class ToolResult:
         return pd.DataFrame(table)
 
     def error_message(self) -> str:
-        """The short error text of a failed call (its text content, first lines)."""
+        """The short error text of a failed call (its text content, first lines).
+
+        The SDK's servers start error texts with their own `Error executing tool NAME: `; that
+        prefix is dropped so the workbench's (which names server and toolbox) is not doubled.
+        """
         text = self.text.strip() or "the tool reported an error without a message"
+        own = f"Error executing tool {self.identifier.name}: "
+        if text.startswith(own) and len(text) > len(own):
+            text = text[len(own) :]
         lines = text.splitlines()
         return " ".join(lines[:3]) + (" …" if len(lines) > 3 else "")
 
@@ -284,6 +295,9 @@ class ToolResult:
         return f"ToolResult {self.identifier} [{status}, {self.elapsed * 1000:.0f} ms]"
 
     def __repr__(self) -> str:
+        return mask(self._plain(), self.secrets)
+
+    def _plain(self) -> str:
         parts = [self._summary()]
         data = self.raw.structured_content
         if data is not None:
@@ -303,6 +317,9 @@ class ToolResult:
         p.text(repr(self))
 
     def _repr_html_(self) -> str:
+        return mask(self._html(), self.secrets)
+
+    def _html(self) -> str:
         color = "#b00020" if self.is_error else "#1b5e20"
         out = [f"<div><div style='color:{color}'><b>{_esc(self._summary())}</b></div>"]
         data = self.raw.structured_content
@@ -329,7 +346,8 @@ class ToolResult:
         bundle: dict[str, Any] = {"text/plain": repr(self), "text/html": self._repr_html_()}
         data = self.data
         if data is not None:
-            bundle["application/json"] = data if isinstance(data, dict | list) else {"value": data}
+            shown = data if isinstance(data, dict | list) else {"value": data}
+            bundle["application/json"] = mask_value(shown, self.secrets)
         pngs = [img for img in self.images if img.mime_type == "image/png"]
         if pngs:
             bundle["image/png"] = base64.b64encode(pngs[0].data).decode()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo, status_table_html
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class ConfigView(_View):
             where = " ".join([cfg.command or "", *cfg.args])
         else:
             where = cfg.url or ""
+        where = mask(where, cfg.secrets)
         extras = []
         if cfg.env:
             extras.append(f"env: {', '.join(cfg.env)}")

@@ -1029,7 +1029,20 @@ class SchemaForm:
             self._show("Form")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The widget, with static fallbacks for frontends without widgets (never a bare `VBox(...)`)."""
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = repr(self)
+        rows = "".join(
+            f"<tr><td><code>{html.escape(name)}</code>{' *' if field.required else ''}</td>"
+            f"<td>{html.escape(str(field.schema.get('type', 'value')))}</td>"
+            f"<td>{html.escape(field.description or '')}</td></tr>"
+            for name, field in self.fields.items()
+        )
+        bundle["text/html"] = (
+            "<table class='wb-form-static'><thead><tr><th>argument</th><th>type</th><th>description</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>"
+        )
+        return bundle
 
     def __repr__(self) -> str:
         return f"<SchemaForm fields={list(self.fields)} mode={self.mode.value!r}>"

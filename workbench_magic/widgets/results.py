@@ -6,6 +6,8 @@ import html
 import json
 from typing import Any
 
+from workbench_magic.masking import mask
+
 _ROWS = 200
 
 
@@ -100,10 +102,12 @@ def render_message(out: Any, message: str) -> None:
 
 
 class _Pending:
-    """Outputs collected first, so the pane changes once (no half-rendered result to see)."""
+    """Outputs collected first, so the pane changes once (no half-rendered result to see);
+    config secrets are masked in every text the pane shows."""
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: frozenset[str] = frozenset()) -> None:
         self.outputs: tuple[dict[str, Any], ...] = ()
+        self.secrets = secrets
 
     def append_display_data(self, obj: Any) -> None:
         from IPython.core.interactiveshell import InteractiveShell
@@ -111,13 +115,21 @@ class _Pending:
         formatter = InteractiveShell.instance().display_formatter
         assert formatter is not None
         data, metadata = formatter.format(obj)
+        if self.secrets:
+            data = {
+                k: mask(v, self.secrets) if isinstance(v, str) and k.startswith("text/") else v for k, v in data.items()
+            }
         self.outputs += ({"output_type": "display_data", "data": data, "metadata": metadata},)
+
+
+def _masked(mimetype: str, value: Any, secrets: frozenset[str]) -> Any:
+    return mask(value, secrets) if isinstance(value, str) and mimetype.startswith("text/") else value
 
 
 def render_result(out: Any, result: Any, output_schema: dict[str, Any] | None = None) -> None:
     """Show a `ToolResult`: status line, errors in red, structured data (table and JSON tree), text
     (markdown when it looks like it), images, other blocks. Replaces what the pane showed, at once."""
-    pending = _Pending()
+    pending = _Pending(getattr(result, "secrets", frozenset()))
     _render_result(pending, result, output_schema)
     out.outputs = pending.outputs
 
