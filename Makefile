@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: lab test demo lint venv npm clean
+.PHONY: lab test demo lint venv npm bench bench-quick clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -31,6 +31,16 @@ lab: venv
 ## make demo: headless smoke run of the main job (open demo, call tools, print results)
 demo: venv
 	$(VENV)/bin/workbench-magic demo
+
+## make bench: the workbench against the raw SDK, FastMCP and ClientSessionGroup (see bench/README.md)
+BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test,lab,bench]"
+	rm -f $(VENV)/.bench-* && touch $@
+bench: $(BENCH_STAMP) npm
+	$(PY) bench/run.py
+bench-quick: $(BENCH_STAMP) npm
+	$(PY) bench/run.py --quick
 
 lint: venv
 	$(PY) -m ruff check .

@@ -20,6 +20,7 @@ from workbench_magic import Workbench
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
 TESTSERVER = SERVERS / "testserver.py"
+FAULTSERVER = SERVERS / "faultserver.py"
 NODE_MODULES = SERVERS / "node_modules" / "@modelcontextprotocol"
 PYTHON = sys.executable
 
@@ -45,6 +46,11 @@ def children(pid: int | None = None) -> set[int]:
 def stdio_server(*extra: str, **config: Any) -> dict[str, Any]:
     """Config of our test server over stdio."""
     return {"command": PYTHON, "args": [str(TESTSERVER), *extra], **config}
+
+
+def fault_server(*extra: str, **config: Any) -> dict[str, Any]:
+    """Config of the fault-injecting server over stdio (see tests/servers/faultserver.py)."""
+    return {"command": PYTHON, "args": [str(FAULTSERVER), *extra], **config}
 
 
 def npm_server(name: str, *args: str, **config: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Faults: crashes, garbage, bad starts, backoff, descriptors after many cycles, and secrets."""
+"""Faults: crashes, hangs, garbage, bad starts, big results, backoff, descriptors after many
+cycles, and secrets. Most faults come from `tests/servers/faultserver.py`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import children, npm_server, stdio_server, toolbox
+from conftest import children, fault_server, npm_server, stdio_server, toolbox
 
-from workbench_magic import ConnectError, ToolError, Workbench
+from workbench_magic import CallTimeoutError, ConnectError, ToolError, Workbench
 from workbench_magic.views import ConfigView
 
 GARBAGE = (
@@ -23,20 +24,154 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_crash_mid_call_fails_fast_and_the_next_call_reconnects(make_workbench) -> None:
-    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server(), "other": stdio_server()})}})
+def wait_for_log(wb: Workbench, target: str, text: str, limit: float = 5.0) -> str:
+    """The server's log once it holds `text` (a server-side effect that no reply of ours orders)."""
+    deadline = time.monotonic() + limit
+    while text not in (log := wb.logs(target)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return log
+
+
+def test_a_hanging_tool_ends_at_the_timeout_and_is_cancelled_on_the_server(make_workbench) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"f": fault_server(timeout=1), "g": fault_server()})}})
     wb.open("t")
-    assert wb.call("t/s/echo", {"text": "warm"}).text == "warm"  # first-call imports are not the fault
+    assert wb.call("t/f/ping").text == "pong"
+    # the server's `timeout` applies
     started = time.monotonic()
-    with pytest.raises(ToolError, match=r"connection closed$"):
-        wb.call("t/s/exit_now", {"code": 3})
-    assert time.monotonic() - started < 1.0
-    assert wb.status()["t"]["s"].status == "disconnected"
+    with pytest.raises(CallTimeoutError) as info:
+        wb.call("t/f/hang")
+    elapsed = time.monotonic() - started
+    assert str(info.value) == (
+        "Error executing tool 'hang' in server 'f' (toolbox 't'): timed out after 1 s (cancelled on the server)"
+    )
+    assert 1.0 <= elapsed < 2.0, elapsed
+    assert "hang cancelled" in wait_for_log(wb, "t/f", "hang cancelled")
+    # call(timeout=...) wins over the server's, and the Workbench default applies where none is set
+    with pytest.raises(CallTimeoutError, match=r"timed out after 0\.3 s"):
+        wb.call("t/f/hang", timeout=0.3)
+    wb.timeout = 0.5
+    with pytest.raises(CallTimeoutError, match=r"timed out after 0\.5 s"):
+        wb.call("t/g/hang")
+    # the connections stay usable
+    assert wb.call("t/f/ping").text == "pong" and wb.call("t/g/ping").text == "pong"
+    assert wb.status()["t"]["f"].status == "connected"
+    assert wait_for_log(wb, "t/g", "hang cancelled").count("hang cancelled") == 1
+
+
+def test_a_server_that_never_answers_fails_within_the_connect_timeout(make_workbench) -> None:
+    boxes = {"warm": toolbox({"ok": fault_server()}), "t": toolbox({"mute": fault_server("--start", "silent")})}
+    wb = make_workbench({"toolboxes": boxes}, connect_timeout=2)
+    wb.open("warm")  # the SDK import and the loop thread are not part of the figure
+    started = time.monotonic()
+    box = wb.open("t")
+    elapsed = time.monotonic() - started
+    print(f"open of a server that never answers, connect_timeout 2 s: {elapsed:.2f} s")
+    reason = "Failed to connect to server 'mute' in toolbox 't': no answer to the handshake within 2 s"
+    assert box.failed["mute"] == reason
+    assert elapsed < 3.0  # the deadline covers the 2026-07-28 probe too: no fixed 10 s wait on top
+
+
+@pytest.mark.parametrize(
+    ("server", "reason"),
+    [
+        pytest.param(
+            {"command": "/no/such/mcp-server"},
+            "command not found: /no/such/mcp-server",
+            id="command-missing",
+        ),
+        pytest.param(
+            fault_server("--start", "exit", "--stderr", *(f"fault line {i}" for i in range(1, 9))),
+            "Connection closed (stderr: fault line 4 | fault line 5 | fault line 6 | fault line 7 | fault line 8)",
+            id="exits-at-once",
+        ),
+        pytest.param(
+            fault_server("--start", "garbage", "--stderr", "fault: banner instead of protocol"),
+            "no answer to the handshake within 3 s (stderr: fault: banner instead of protocol) "
+            "(stdout, not JSON-RPC: Welcome to the fault server! | <html>not json</html>)",
+            id="garbage-on-stdout",
+        ),
+    ],
+)
+def test_bad_starts_give_a_one_line_reason_with_the_stderr_tail(
+    make_workbench, capfd: pytest.CaptureFixture[str], server: dict[str, object], reason: str
+) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"bad": server, "ok": fault_server()})}}, connect_timeout=3)
+    box = wb.open("t")
+    assert box.failed == {"bad": f"Failed to connect to server 'bad' in toolbox 't': {reason}"}
+    assert wb.call("t/ok/ping").text == "pong"  # one bad server never sinks the toolbox
+    log = wb.logs("t/bad")
+    if "fault line" in reason:
+        assert all(f"fault line {i}\n" in log for i in range(1, 9))  # the whole stderr, not just the tail
+    if "garbage" in str(server):
+        assert "stdout, not JSON-RPC: Welcome to the fault server!" in log
+    # the SDK's tracebacks for unparsable lines stay out of the cell's output
+    assert "Failed to parse" not in capfd.readouterr().err
+
+
+def test_garbage_on_stdout_mid_session_is_logged_and_the_connection_goes_on(
+    make_workbench, capfd: pytest.CaptureFixture[str]
+) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"f": fault_server()})}})
+    wb.open("t")
+    assert wb.call("t/f/garbage", {"lines": 3}).text == "ok"
+    assert wb.call("t/f/ping").text == "pong"
+    assert wb.status()["t"]["f"].status == "connected"
+    log = wb.logs("t/f")
+    assert all(f"stdout, not JSON-RPC: this is not JSON-RPC {i}" in log for i in range(3))
+    assert "Failed to parse" not in capfd.readouterr().err
+
+
+def test_a_ten_megabyte_result_arrives_whole_and_displays_short(make_workbench) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"f": fault_server()})}})
+    wb.open("t")
+    started = time.monotonic()
+    result = wb.call("t/f/big", {"megabytes": 10})
+    print(f"10 MB result: {time.monotonic() - started:.2f} s")
+    assert not result.is_error and len(result.text) == 10 * 1024 * 1024
+    assert len(repr(result)) < 5_000
+    bundle = result._repr_mimebundle_()
+    assert all(len(str(value)) < 50_000 for value in bundle.values()), {k: len(str(v)) for k, v in bundle.items()}
+    assert wb.call("t/f/ping").text == "pong"
+    assert wb.history[-2].ok and wb.history[-2].identifier.name == "big"
+
+
+def test_slow_progress_arrives_while_the_call_runs_and_errors_are_results(make_workbench) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"f": fault_server()})}})
+    wb.open("t")
+    seen: list[tuple[float, float, str | None]] = []
+    started = time.monotonic()
+    result = wb.call(
+        "t/f/slow_progress",
+        {"steps": 3, "delay": 0.4},
+        progress=lambda value, total, message: seen.append((time.monotonic() - started, value, message)),
+    )
+    ended = time.monotonic() - started
+    assert result.text == "done 3 slow steps"
+    assert [(value, message) for _, value, message in seen] == [(i, f"slow step {i}/3") for i in (1, 2, 3)]
+    assert seen[0][0] < ended - 0.6  # the first step was reported two steps before the end
+    failed = wb.call("t/f/boom", {"message": "kaput"})
+    assert failed.is_error and "kaput" in failed.text
+    with pytest.raises(ToolError, match=r"^Error executing tool 'boom' in server 'f' \(toolbox 't'\): .*kaput"):
+        failed.raise_for_error()
+
+
+def test_crash_mid_call_fails_fast_and_the_next_call_reconnects(make_workbench) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"f": fault_server(), "other": stdio_server()})}})
+    wb.open("t")
+    assert wb.call("t/f/ping").text == "pong"  # first-call imports are not the fault
+    started = time.monotonic()
+    with pytest.raises(ToolError) as info:
+        wb.call("t/f/crash", {"code": 3})
+    failed_after = time.monotonic() - started
+    assert str(info.value) == "Error executing tool 'crash' in server 'f' (toolbox 't'): connection closed"
+    assert failed_after < 1.0
+    assert wb.status()["t"]["f"].status == "disconnected"
     assert wb.call("t/other/echo", {"text": "unaffected"}).text == "unaffected"
     recovered = time.monotonic()
-    assert wb.call("t/s/echo", {"text": "again"}).text == "again"
-    print(f"recovery after a crash: {time.monotonic() - recovered:.2f} s")  # re-initialize + tools/list
-    assert wb.status()["t"]["s"].tool_count > 0
+    assert wb.call("t/f/ping").text == "pong"
+    print(f"crash: the call failed after {failed_after:.2f} s; recovery: {time.monotonic() - recovered:.2f} s")
+    assert wb.status()["t"]["f"].tool_count > 0 and wb.status()["t"]["f"].status == "connected"
+    assert "fault: crashing with exit code 3" in wb.logs("t/f")
 
 
 def test_garbage_on_stdout_fails_the_open_with_the_stderr_tail(make_workbench) -> None:

@@ -94,9 +94,7 @@ def test_errors_are_one_line_error_messages_in_the_kernel(kernel: Kernel) -> Non
     assert reply["ename"] == "ToolError"
     errors = [m["content"] for m in out if m["msg_type"] == "error"]
     assert len(errors) == 1
-    assert errors[0]["traceback"] == [
-        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): nope"
-    ]
+    assert errors[0]["traceback"] == ["ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): nope"]
     # the failed result was shown before the error
     assert "ToolResult t/s/fail [error" in text_of(out)
     reply, _ = kernel.execute("%workbench bogus")
@@ -111,7 +109,8 @@ def test_top_level_await_in_the_kernel(kernel: Kernel) -> None:
     assert reply["status"] == "ok" and "magic-after-await" in text_of(out)
 
 
-def test_kernel_shutdown_ends_the_servers(kernel: Kernel) -> None:
+@pytest.mark.parametrize("how", ["shutdown", "restart"])
+def test_kernel_shutdown_and_restart_end_the_servers(kernel: Kernel, how: str) -> None:
     code = (
         "%load_ext workbench_magic\n%workbench open t\nimport json, os\n"
         "kids = [int(p) for p in os.listdir('/proc') if p.isdigit() and "
@@ -122,7 +121,11 @@ def test_kernel_shutdown_ends_the_servers(kernel: Kernel) -> None:
     assert reply["status"] == "ok"
     pids = json.loads(text_of(out).strip().splitlines()[-1])
     assert pids
-    kernel.shutdown()
+    if how == "restart":
+        kernel.km.restart_kernel(now=False)
+        kernel.kc.wait_for_ready(timeout=60)
+    else:
+        kernel.shutdown()
     deadline = time.monotonic() + 10
     alive = pids
     while alive and time.monotonic() < deadline:

@@ -552,9 +552,14 @@ class _Parser:
                 raise self.error(path, f"must be a positive number of seconds, got {text!r}", fix) from None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.error(path, f"must be a positive number of seconds, got {_jtype(value)}", fix)
-        if not math.isfinite(value) or value <= 0:
-            raise self.error(path, f"must be a positive number of seconds, got {value}", fix)
-        return float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = math.inf
+        if not math.isfinite(seconds) or seconds <= 0:
+            shown = value if isinstance(value, float) or abs(value) < 10**15 else f"{float(seconds):g}"
+            raise self.error(path, f"must be a positive number of seconds, got {shown}", fix)
+        return seconds
 
     def from_validation(self, exc: ValidationError, path: str) -> ConfigError:
         """A last-resort conversion; the checks above should catch everything first."""
@@ -622,6 +627,7 @@ def _read_json(path: Path, source: str) -> Any:
         raise ConfigError(
             f"{source}: cannot read the config file: {exc.strerror or exc}. Fix: check the path and its permissions"
         ) from None
+    problem: str
     try:
         return json.loads(text, object_pairs_hook=_object_pairs)
     except json.JSONDecodeError as exc:
@@ -630,6 +636,11 @@ def _read_json(path: Path, source: str) -> Any:
             "Fix: correct the syntax there (JSON allows no comments or trailing commas; "
             'use "_comment" keys for notes)'
         ) from None
+    except RecursionError:
+        problem = "nested too deeply"
+    except ValueError as exc:  # e.g. a number with more digits than Python converts
+        problem = str(exc).split(";")[0]
+    raise ConfigError(f"{source}: invalid JSON: {problem}. Fix: this is not a workbench config; check the file")
 
 
 def load_config(

@@ -37,6 +37,32 @@ BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 _LOG_LIMIT = 10 * 1024 * 1024
 _MARK = "--- workbench: "
+_JUNK_LINES = 3
+_JUNK_CHARS = 120
+_PARSE_FAILURE = "Failed to parse JSONRPC message from server"
+
+
+class _DropParseFailures(logging.Filter):
+    """The SDK logs every stdout line that is not JSON-RPC with a traceback, which would land in
+    whatever notebook cell runs; the connection keeps those lines in the server's log instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != _PARSE_FAILURE
+
+
+_parse_filter = _DropParseFailures()
+
+
+def _junk_line(exc: BaseException) -> str:
+    """The offending stdout line of an SDK parse failure (a pydantic ValidationError), shortened."""
+    errors = getattr(exc, "errors", None)
+    line: object = None
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            line = errors()[0].get("input")
+    text = line if isinstance(line, str) else describe_exception(exc)
+    text = " ".join(text.split())
+    return text if len(text) <= _JUNK_CHARS else text[: _JUNK_CHARS - 3] + "..."
 
 
 def leaf_exception(exc: BaseException) -> BaseException:
@@ -109,6 +135,7 @@ class Connection:
         self.failures = 0
         self._retry_at = 0.0
         self.log = StderrLog(f"{toolbox}-{name}")
+        self.stdout_junk: list[str] = []
         self.secrets: frozenset[str] = frozenset(getattr(config, "secrets", ()) or ())
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -213,6 +240,10 @@ class Connection:
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        stdio_logger = logging.getLogger("mcp.client.stdio")
+        if _parse_filter not in stdio_logger.filters:
+            stdio_logger.addFilter(_parse_filter)
+
         cfg = self.config
         transport: Any
         if self.transport == "stdio":
@@ -235,6 +266,7 @@ class Connection:
         label = "connect"
         try:
             self.log.mark(f"connecting ({self.transport})")
+            self.stdout_junk.clear()
             client = self._make_client()
             with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as deadline:
                 async with client:
@@ -268,6 +300,8 @@ class Connection:
                 tail = self.log.tail()
                 if tail:
                     reason = f"{reason} (stderr: {tail})"
+                if self.stdout_junk:
+                    reason = f"{reason} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk[-_JUNK_LINES:])})"
                 self.status = "failed"
                 self.error = self.failure_message(reason)
                 err = ConnectError(self.error)
@@ -328,6 +362,12 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, Exception):  # a stdout line that is not JSON-RPC; the session goes on
+            line = _junk_line(message)
+            self.stdout_junk = [*self.stdout_junk[-(_JUNK_LINES - 1) :], line]
+            self.log.mark(f"stdout, not JSON-RPC: {line}")
+            return
 
         # On 2026-07-28 connections the same change also reaches `_listen`: count it there only.
         if isinstance(message, ToolListChangedNotification) and not self._modern:

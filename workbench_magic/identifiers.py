@@ -33,16 +33,27 @@ _EXPECTED = "(expected 'toolbox/server/tool' or 'toolbox__server__tool')"
 _MISSING: Any = object()
 
 
+_SHOWN = 60
+
+
 def _fail(detail: str) -> InvalidIdentifierError:
     return InvalidIdentifierError(_PREFIX + detail)
 
 
+def _show(value: object) -> str:
+    """`repr(value)`, shortened so that an error message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 4] + "...'"
+
+
 def _check_part(field: str, value: object) -> str:
+    """The part without surrounding blanks (they would not survive ``str()`` and re-parsing)."""
     if not isinstance(value, str):
         raise _fail(f"{field} must be a string")
-    if not value.strip():
+    part = value.strip()
+    if not part:
         raise _fail(f"{field} cannot be empty")
-    return value
+    return part
 
 
 def _split(text: str) -> list[str]:
@@ -54,7 +65,7 @@ def _from_string(value: str) -> tuple[str, str, str]:
     text = value.strip()
     parts = _split(text)
     if len(parts) < 3:
-        raise _fail(f"{text!r} {_EXPECTED}")
+        raise _fail(f"{_show(text)} {_EXPECTED}")
     return _check_part("toolbox", parts[0]), _check_part("server", parts[1]), _check_part("name", parts[2])
 
 
@@ -63,7 +74,7 @@ def _from_mapping(data: Mapping[Any, Any]) -> tuple[str, str, str]:
         raise _fail("use 'name' instead of 'tool' for the tool's name")
     for key in data:
         if key not in FIELDS:
-            raise _fail(f"unknown field {key!r}")
+            raise _fail(f"unknown field {_show(key)}")
     parts: list[str] = []
     for field in FIELDS:
         if field not in data:
@@ -112,6 +123,11 @@ class ToolIdentifier(BaseModel):
         tb, sv, nm = _from_mapping(data)
         super().__init__(toolbox=tb, server=sv, name=nm)
 
+    # As a field of another model, pydantic would call a custom __init__ with the raw input as
+    # keywords (a TypeError for a mapping with non-string keys); marked as a base __init__, the
+    # field goes through `_coerce` instead, which accepts every spelling and reports the rest.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @model_validator(mode="before")
     @classmethod
     def _coerce(cls, data: Any) -> Any:
@@ -121,6 +137,8 @@ class ToolIdentifier(BaseModel):
             parts = _from_string(data)
         elif isinstance(data, Mapping):
             parts = _from_mapping(data)
+        elif isinstance(ident := getattr(data, "identifier", None), ToolIdentifier):
+            return ident.model_dump()
         else:
             raise _wrong_type(data)
         return dict(zip(FIELDS, parts, strict=True))

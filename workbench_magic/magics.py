@@ -77,6 +77,12 @@ def _fail(exc: WorkbenchError) -> NoReturn:
     raise exc
 
 
+def _one_line(exc: BaseException) -> str:
+    """The first line of an exception's message, without CPython's advice after a `;`."""
+    text = str(exc).strip().split(";")[0]
+    return (text.splitlines() or [type(exc).__name__])[0]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports mistakes as one-line `UsageError`s instead of exiting."""
 
@@ -108,6 +114,8 @@ def to_json_value(value: Any, name: str) -> Any:
     """A Python object as JSON types (numpy/pandas values, dates, sets, models included)."""
     if value is None or isinstance(value, bool | str | int):
         return value
+    if isinstance(value, type):  # e.g. `$date` after `from datetime import date`
+        _fail(UsageError(f"${name} is the class {value.__name__}, not a value that can be sent as a JSON argument"))
     if isinstance(value, float):
         return None if math.isnan(value) else value
     if isinstance(value, Mapping):
@@ -132,7 +140,7 @@ def to_json_value(value: Any, name: str) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if type(value).__name__ == "Decimal":
-        return float(value)
+        return None if value.is_nan() else float(value)
     if type(value).__name__.endswith("Path"):
         return str(value)
     _fail(UsageError(f"${name} is a {type(value).__name__}, which cannot be sent as a JSON argument"))
@@ -149,7 +157,15 @@ def substitute(value: Any, namespace: Mapping[str, Any]) -> Any:
         name = match.group(1)
         if name not in namespace:
             _fail(UsageError(f"Unknown variable ${name}: define {name} in the notebook first (or write $${name})"))
-        return to_json_value(namespace[name], name)
+        try:
+            return to_json_value(namespace[name], name)
+        except UsageError:
+            raise
+        except RecursionError:
+            problem = "is nested too deeply (or contains itself)"
+        except (ValueError, TypeError) as exc:
+            problem = f"cannot be converted: {_one_line(exc)}"
+        _fail(UsageError(f"${name} {problem}, so it cannot be sent as a JSON argument"))
     if isinstance(value, dict):
         return {k: substitute(v, namespace) for k, v in value.items()}
     if isinstance(value, list):
@@ -168,6 +184,10 @@ def parse_body(body: str) -> dict[str, Any]:
             data = json.loads(body)
         except json.JSONDecodeError as exc:
             problem = f"Invalid JSON in the %%use_tool body, line {exc.lineno} column {exc.colno}: {exc.msg}"
+        except RecursionError:
+            problem = "Invalid JSON in the %%use_tool body: nested too deeply"
+        except ValueError as exc:  # e.g. a number with more digits than Python converts
+            problem = f"Invalid JSON in the %%use_tool body: {_one_line(exc)}"
     else:
         import yaml
 
@@ -178,6 +198,10 @@ def parse_body(body: str) -> dict[str, Any]:
             where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
             detail = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             problem = f"Invalid YAML in the %%use_tool body{where}: {detail}"
+        except RecursionError:
+            problem = "Invalid YAML in the %%use_tool body: nested too deeply"
+        except (ValueError, TypeError) as exc:  # a value the loader cannot build, e.g. `2024-02-30`
+            problem = f"Invalid YAML in the %%use_tool body: {_one_line(exc)}"
     if problem is not None:
         _fail(UsageError(problem))
     if data is None:
@@ -201,7 +225,7 @@ def parse_pairs(pairs: Iterable[str]) -> dict[str, Any]:
             _fail(UsageError(f"Expected key=value, got {pair!r}. See %workbench help use_tool"))
         try:
             out[key] = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             out[key] = raw
     return out
 

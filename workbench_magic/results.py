@@ -32,6 +32,9 @@ def _identifier(toolbox: str, server: str, name: str) -> ToolIdentifier:
 
 
 _TEXT_PREVIEW = 2000
+#: Structured data larger than this (as JSON text) is left out of the `application/json` output,
+#: which a notebook saves whole; the HTML preview and `.data` still have it.
+_JSON_OUTPUT_LIMIT = 200_000
 
 
 def _esc(value: object) -> str:
@@ -347,7 +350,8 @@ class ToolResult:
         data = self.data
         if data is not None:
             shown = data if isinstance(data, dict | list) else {"value": data}
-            bundle["application/json"] = mask_value(shown, self.secrets)
+            if len(_json_dump(shown, indent=None)) <= _JSON_OUTPUT_LIMIT:
+                bundle["application/json"] = mask_value(shown, self.secrets)
         pngs = [img for img in self.images if img.mime_type == "image/png"]
         if pngs:
             bundle["image/png"] = base64.b64encode(pngs[0].data).decode()
