@@ -16,6 +16,7 @@ starts with ``Invalid tool identifier:``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -173,8 +174,8 @@ def parse_identifier(value: str | Mapping[str, Any] | ToolIdentifier) -> ToolIde
     if isinstance(value, ToolIdentifier):
         return value
     if isinstance(value, str):
-        parts = _from_string(value)
-    elif isinstance(value, Mapping):
+        return _parse_string(value)
+    if isinstance(value, Mapping):
         parts = _from_mapping(value)
     else:
         ident = getattr(value, "identifier", None)
@@ -182,6 +183,12 @@ def parse_identifier(value: str | Mapping[str, Any] | ToolIdentifier) -> ToolIde
             return ident
         raise _wrong_type(value)
     return ToolIdentifier(*parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_string(value: str) -> ToolIdentifier:
+    """Strings name the same few tools over and over (calls in a loop): parse each once."""
+    return ToolIdentifier(*_from_string(value))
 
 
 def parse_target(value: str | None) -> tuple[str | None, str | None]:

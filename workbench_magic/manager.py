@@ -7,6 +7,7 @@ Synchronous methods submit a coroutine to that loop and wait; a `KeyboardInterru
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import atexit
 import concurrent.futures
@@ -165,31 +166,43 @@ class _LoopThread:
         if self.in_loop():
             coro.close()
             raise WorkbenchError("Synchronous workbench calls cannot run on the workbench loop; use acall()")
-        finished = threading.Event()
+        # A plain lock released by the coroutine itself: one loop iteration and no Future,
+        # Condition or done-callback between the result and the caller (this is a hot path).
+        done = _thread.allocate_lock()
+        done.acquire()
+        outcome: list[Any] = []
+        tasks: list[asyncio.Task[None]] = []
 
-        async def runner() -> T:
+        async def runner() -> None:
             try:
-                return await coro
+                outcome[:] = [True, await coro]
+            except Exception as exc:
+                outcome[:] = [False, exc]
+            except BaseException as exc:
+                outcome[:] = [False, exc]
+                raise
             finally:
-                finished.set()
+                done.release()
+                if events is not None:
+                    events.put(_DONE)
 
-        future = self.submit(runner())
+        self.loop.call_soon_threadsafe(lambda: tasks.append(self.loop.create_task(runner())))
         try:
             if events is not None and on_event is not None:
-                future.add_done_callback(lambda _: events.put(_DONE))
                 while (item := events.get()) is not _DONE:
                     try:
                         on_event(item)
                     except Exception:
                         logger.exception("progress callback failed")
-            return future.result()
+            done.acquire()
         except KeyboardInterrupt:
-            future.cancel()
-            finished.wait(_CANCEL_GRACE)
+            self.loop.call_soon_threadsafe(lambda: tasks[0].cancel())
+            done.acquire(timeout=_CANCEL_GRACE)
             raise
-        except BaseException as exc:
-            error = exc
-        raise _clean(error)
+        ok, value = outcome
+        if ok:
+            return value  # type: ignore[no-any-return]
+        raise _clean(value)
 
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await `coro` on the workbench loop from any other event loop (e.g. the kernel's)."""
