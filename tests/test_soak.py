@@ -32,18 +32,20 @@ WARMUP_CALLS = 1_000
 CALLS = 10_000
 
 #: RSS growth allowed between the end of the warm-up and the end of the 10,000 calls, in MB.
-#: Measured on a 2-core box (3 runs): +12.3 MB, of which the 10,000 new history entries are
-#: 10.6 MB (1,114 bytes each, see below) and +1.7 MB is allocator and interpreter noise. 30 MB
-#: leaves 2.4x margin, and a leak of 2 KB per call (a kept result, a task, a buffer) exceeds it.
+#: Measured on a 2-core box: +5.4 MB, of which the 10,000 new history entries are 4.6 MB (477
+#: bytes each, see below) and +0.8 MB is allocator and interpreter noise (before identifiers were
+#: cached: +12.3 MB, 1,114 bytes an entry). 30 MB also catches a leak of 2 KB per call (a kept
+#: result, a task, a buffer).
 RSS_GROWTH_LIMIT_MB = 30
 #: Growth beyond what the history itself explains (RSS growth minus the new entries' bytes), in
-#: MB. Measured +1.7 MB; 10 MB catches a leak of 1 KB per call.
+#: MB. Measured +0.8 to +1.7 MB; 10 MB catches a leak of 1 KB per call.
 UNEXPLAINED_GROWTH_LIMIT_MB = 10
-#: Upper bound of the history's cost per call, in bytes. Measured 1,114: the `ToolIdentifier`
-#: parsed for each call (~800 bytes: model, its __dict__, fields-set and three new strings), the
-#: copied arguments dict with its text (~300) and the `CallRecord` (~180 with two floats). The
-#: history is unbounded, so a kernel pays this for every call it ever makes (1 GB per million).
-HISTORY_BYTES_PER_ENTRY = 1_500
+#: Upper bound of the history's cost per call, in bytes. Measured 477: the copied arguments dict
+#: with its text (~300) and the `CallRecord` (~180 with two floats); the `ToolIdentifier` is
+#: shared, since a string identifier is parsed once (it was ~800 bytes more per call before).
+#: The history is unbounded, so a kernel pays this for every call it ever makes (0.5 GB per
+#: million).
+HISTORY_BYTES_PER_ENTRY = 1_000
 
 
 def rss_mb() -> float:
