@@ -35,7 +35,7 @@ from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, Workbench
-from workbench_magic.config import WorkbenchConfig, load_config, parse_config
+from workbench_magic.config import _SERVER_KEYS, _TOOLBOX_KEYS, _TOP_KEYS, WorkbenchConfig, load_config, parse_config
 from workbench_magic.errors import (
     ConfigError,
     InvalidIdentifierError,
@@ -247,24 +247,8 @@ def test_identifier_field_regressions(value: Any) -> None:
 
 # ====================================================================== config
 
-KNOWN_KEYS = [
-    "toolboxes",
-    "mcpServers",
-    "description",
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "transport",
-    "type",
-    "toolFilters",
-    "timeout",
-    "_comment",
-    "dev",
-    "s",
-]
+# every key the config knows (so random configs are often almost right), a comment key, names
+KNOWN_KEYS = [*dict.fromkeys((*_TOP_KEYS, *_TOOLBOX_KEYS, *_SERVER_KEYS)), "_comment", "dev", "s"]
 json_scalars = st.one_of(
     st.none(),
     st.booleans(),

@@ -554,8 +554,8 @@ class _Parser:
             raise self.error(path, f"must be a positive number of seconds, got {_jtype(value)}", fix)
         try:
             seconds = float(value)
-        except OverflowError:
-            seconds = math.inf
+        except OverflowError:  # an int beyond float
+            seconds = math.inf if value > 0 else -math.inf
         if not math.isfinite(seconds) or seconds <= 0:
             shown = value if isinstance(value, float) or abs(value) < 10**15 else f"{float(seconds):g}"
             raise self.error(path, f"must be a positive number of seconds, got {shown}", fix)
