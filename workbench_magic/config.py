@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from workbench_magic.errors import ConfigError, ServerNotFoundError, ToolboxNotFoundError
+from workbench_magic.errors import ConfigError, ServerNotFoundError, ToolboxNotFoundError, first_line
 
 __all__ = [
     "CONFIG_ENV_VAR",
@@ -557,7 +557,7 @@ class _Parser:
         except OverflowError:  # an int beyond float
             seconds = math.inf if value > 0 else -math.inf
         if not math.isfinite(seconds) or seconds <= 0:
-            shown = value if isinstance(value, float) or abs(value) < 10**15 else f"{float(seconds):g}"
+            shown = value if math.isfinite(seconds) else seconds  # an int beyond float shows as inf
             raise self.error(path, f"must be a positive number of seconds, got {shown}", fix)
         return seconds
 
@@ -639,7 +639,7 @@ def _read_json(path: Path, source: str) -> Any:
     except RecursionError:
         problem = "nested too deeply"
     except ValueError as exc:  # e.g. a number with more digits than Python converts
-        problem = str(exc).split(";")[0]
+        problem = first_line(exc)
     raise ConfigError(f"{source}: invalid JSON: {problem}. Fix: this is not a workbench config; check the file")
 
 

@@ -301,7 +301,7 @@ class Connection:
                 if tail:
                     reason = f"{reason} (stderr: {tail})"
                 if self.stdout_junk:
-                    reason = f"{reason} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk[-_JUNK_LINES:])})"
+                    reason = f"{reason} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
                 self.status = "failed"
                 self.error = self.failure_message(reason)
                 err = ConnectError(self.error)

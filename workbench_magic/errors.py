@@ -7,6 +7,12 @@ Every error a user can cause is a `WorkbenchError` subclass with a short, one-li
 from __future__ import annotations
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of a foreign exception's message, without CPython's advice after a `;`."""
+    text = str(exc).strip().split(";")[0]
+    return (text.splitlines() or [type(exc).__name__])[0]
+
+
 class WorkbenchError(Exception):
     """Base class of every error the workbench raises on purpose."""
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from IPython.core.completer import SimpleCompletion, context_matcher
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from workbench_magic.errors import UsageError, WorkbenchError
+from workbench_magic.errors import UsageError, WorkbenchError, first_line
 
 if TYPE_CHECKING:
     from IPython.core.completer import CompletionContext
@@ -75,12 +75,6 @@ def _fail(exc: WorkbenchError) -> NoReturn:
     exc.__context__ = None
     exc.__cause__ = None
     raise exc
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of an exception's message, without CPython's advice after a `;`."""
-    text = str(exc).strip().split(";")[0]
-    return (text.splitlines() or [type(exc).__name__])[0]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -164,7 +158,7 @@ def substitute(value: Any, namespace: Mapping[str, Any]) -> Any:
         except RecursionError:
             problem = "is nested too deeply (or contains itself)"
         except (ValueError, TypeError) as exc:
-            problem = f"cannot be converted: {_one_line(exc)}"
+            problem = f"cannot be converted: {first_line(exc)}"
         _fail(UsageError(f"${name} {problem}, so it cannot be sent as a JSON argument"))
     if isinstance(value, dict):
         return {k: substitute(v, namespace) for k, v in value.items()}
@@ -187,7 +181,7 @@ def parse_body(body: str) -> dict[str, Any]:
         except RecursionError:
             problem = "Invalid JSON in the %%use_tool body: nested too deeply"
         except ValueError as exc:  # e.g. a number with more digits than Python converts
-            problem = f"Invalid JSON in the %%use_tool body: {_one_line(exc)}"
+            problem = f"Invalid JSON in the %%use_tool body: {first_line(exc)}"
     else:
         import yaml
 
@@ -201,7 +195,7 @@ def parse_body(body: str) -> dict[str, Any]:
         except RecursionError:
             problem = "Invalid YAML in the %%use_tool body: nested too deeply"
         except (ValueError, TypeError) as exc:  # a value the loader cannot build, e.g. `2024-02-30`
-            problem = f"Invalid YAML in the %%use_tool body: {_one_line(exc)}"
+            problem = f"Invalid YAML in the %%use_tool body: {first_line(exc)}"
     if problem is not None:
         _fail(UsageError(problem))
     if data is None:
