@@ -72,9 +72,9 @@ def main() -> None:
     client = raw.value
     wb = Workbench({"toolboxes": {"t": {"mcpServers": {"s": test_server()}}}})
     wb.open("t")
-    lt = wb._loop  # the _LoopThread
+    lt = wb._loop  # the LoopThread (a diagnostic: it reaches inside on purpose)
     wloop = lt.loop
-    conn = wb._conn("t", "s")
+    conn = wb._core.connection("t", "s")
     loop_tid: list[int] = []
     asyncio.run_coroutine_threadsafe(_native_id(loop_tid), wloop).result()
     # a plain raw-SDK client owned on the workbench loop thread: the SDK on that thread,

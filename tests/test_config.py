@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from workbench_magic.config import (
@@ -710,3 +712,143 @@ def test_no_pydantic_error_escapes() -> None:
     for bad in (None, 3, "x", {"toolboxes": None}, {"toolboxes": {"d": None}}, box({"s": None})):
         with pytest.raises(ConfigError):
             parse_config(bad, environ={})
+
+
+# ------------------------------------------------------------------ the models check themselves
+
+
+def direct_error(build: Callable[[], object]) -> str:
+    """The message of the `ConfigError` that ``build`` raises: one line, no chain."""
+    with pytest.raises(ConfigError) as info:
+        build()
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"url": "ftp://x"},
+        {"url": "http://h", "transport": "stdio"},
+        {"command": "x", "type": "sse"},
+        {"command": "x", "transport": "websocket"},
+        {"command": "x", "url": "http://h"},
+        {"args": ["x"]},
+        {"command": ""},
+        {"command": "x", "args": ["--port", 8080]},
+        {"command": "x", "env": {"A=B": "v"}},
+        {"command": "x", "headers": {"A": "b"}},
+        {"url": "http://h", "cwd": "/tmp"},
+        {"command": "x", "toolFilters": "read_*"},
+        {"command": "x", "timeout": "soon"},
+        {"command": "x", "timeout": 0},
+    ],
+)
+def test_direct_construction_has_the_file_messages(raw: dict[str, Any]) -> None:
+    in_file = server_error(raw)
+    expected = in_file.replace(f"{SRC}: toolboxes.dev.mcpServers.fs.", "ServerConfig: ").replace(
+        f"{SRC}: toolboxes.dev.mcpServers.fs: ", "ServerConfig: "
+    )
+    assert expected != in_file
+    assert direct_error(lambda: ServerConfig(**raw)) == expected
+    assert direct_error(lambda: ServerConfig.model_validate(raw)) == expected
+    assert direct_error(lambda: ServerConfig.model_validate_json(json.dumps(raw))) == expected
+
+
+def test_ftp_url_exact() -> None:
+    assert direct_error(lambda: ServerConfig(url="ftp://x")) == (
+        "ServerConfig: url: must start with http:// or https://. Fix: write e.g. http://127.0.0.1:8000/mcp"
+    )
+
+
+@pytest.mark.parametrize("name", ["my__box", "trailing_", "a/b", "é", ""])
+def test_bad_names_in_direct_construction(name: str) -> None:
+    message = direct_error(lambda: WorkbenchConfig(toolboxes={name: ToolboxConfig()}))
+    assert message == f"WorkbenchConfig: toolboxes.{name}: invalid toolbox name {name!r}. {NAME_FIX}"
+    message = direct_error(lambda: ToolboxConfig(mcp_servers={name: ServerConfig(command="x")}))
+    assert message == f"ToolboxConfig: mcp_servers.{name}: invalid server name {name!r}. {NAME_FIX}"
+    message = direct_error(lambda: ToolboxConfig.model_validate({"mcpServers": {name: {"command": "x"}}}))
+    assert message == f"ToolboxConfig: mcpServers.{name}: invalid server name {name!r}. {NAME_FIX}"
+
+
+def test_nested_errors_name_the_outermost_model() -> None:
+    message = direct_error(lambda: WorkbenchConfig(toolboxes={"dev": {"mcpServers": {"fs": {"url": "ftp://x"}}}}))
+    assert message.startswith("WorkbenchConfig: toolboxes.dev.mcpServers.fs.url: must start with http:// or https://")
+
+
+def test_direct_construction_accepts_type_and_transport_spellings() -> None:
+    assert ServerConfig(url="http://h", type="sse").transport == "sse"
+    assert ServerConfig(url="http://h", transport="streamable-http").transport == "http"
+    assert ServerConfig(command="x", env={"PORT": 8080, "ON": True}).env == {"PORT": "8080", "ON": "true"}
+    assert ServerConfig(command="x", timeout="2.5").timeout == 2.5
+
+
+def test_load_config_checks_a_constructed_config() -> None:
+    bad_server = ServerConfig.model_construct(url="ftp://x")
+    bad = WorkbenchConfig.model_construct(
+        toolboxes={"dev": ToolboxConfig.model_construct(mcp_servers={"fs": bad_server})}, source="mine"
+    )
+    assert direct_error(lambda: load_config(bad)) == (
+        "mine: toolboxes.dev.mcp_servers.fs.url: must start with http:// or https://. "
+        "Fix: write e.g. http://127.0.0.1:8000/mcp"
+    )
+    bad_name = WorkbenchConfig.model_construct(toolboxes={"a__b": ToolboxConfig()})
+    assert direct_error(lambda: load_config(bad_name)) == (
+        f"<dict>: toolboxes.a__b: invalid toolbox name 'a__b'. {NAME_FIX}"
+    )
+    # a model_construct-ed server inside a normally built model is checked (and completed) too
+    remote = ToolboxConfig(mcp_servers={"r": ServerConfig.model_construct(url="http://h")}).mcp_servers["r"]
+    assert remote.transport == "http"
+    assert direct_error(lambda: ToolboxConfig(mcp_servers={"fs": bad_server})).startswith(
+        "ToolboxConfig: mcp_servers.fs.url: must start with http:// or https://."
+    )
+
+
+def test_load_config_keeps_a_valid_config_and_validates_a_constructed_one() -> None:
+    config = parse_config(box({"fs": {"command": "${CMD}"}}), environ={"CMD": "python"})
+    assert load_config(config) is config
+    constructed = WorkbenchConfig.model_construct(
+        toolboxes={**config.toolboxes, "web": {"mcpServers": {"r": {"url": "http://h"}}}}, source="mine"
+    )
+    checked = load_config(constructed)
+    assert checked is not constructed
+    assert checked.source == "mine"
+    assert checked.server("web", "r").transport == "http"
+    assert checked.server("dev", "fs") is config.server("dev", "fs")  # already valid: kept, secrets and all
+    assert "python" in checked.secrets
+    assert load_config(checked) is checked
+
+
+BAD_CONSTRUCTIONS: dict[str, Callable[[], object]] = {
+    "server-init": lambda: ServerConfig(url="ftp://x"),
+    "server-no-kind": lambda: ServerConfig(),
+    "server-unknown-key": lambda: ServerConfig(command="x", comand="y"),
+    "server-wrong-type": lambda: ServerConfig.model_validate({"command": 1}),
+    "server-not-an-object": lambda: ServerConfig.model_validate("npx"),
+    "server-json": lambda: ServerConfig.model_validate_json('{"command": "x", "timeout": -1}'),
+    "server-bad-json": lambda: ServerConfig.model_validate_json("{"),
+    "toolbox-name": lambda: ToolboxConfig(mcp_servers={"x_": {"command": "x"}}),
+    "toolbox-nested-dict": lambda: ToolboxConfig(mcpServers={"s": {"url": "http://h", "transport": "stdio"}}),
+    "toolbox-constructed-server": lambda: ToolboxConfig(mcp_servers={"s": ServerConfig.model_construct()}),
+    "toolbox-description": lambda: ToolboxConfig(description=["x"]),
+    "workbench-source": lambda: WorkbenchConfig(source=3),
+    "workbench-toolboxes-list": lambda: WorkbenchConfig(toolboxes=[]),
+    "workbench-json": lambda: WorkbenchConfig.model_validate_json('{"toolboxes": {"a__b": {}}}'),
+    "load-constructed": lambda: load_config(WorkbenchConfig.model_construct(toolboxes={"x": {"mcpServers": 1}})),
+}
+
+
+@pytest.mark.parametrize("build", BAD_CONSTRUCTIONS.values(), ids=BAD_CONSTRUCTIONS.keys())
+def test_no_validation_error_escapes_direct_construction(build: Callable[[], object]) -> None:
+    try:
+        build()
+    except pydantic.ValidationError as exc:  # pragma: no cover - the failure being tested for
+        pytest.fail(f"a pydantic ValidationError escaped: {exc}")
+    except ConfigError as exc:
+        assert exc.__cause__ is None and exc.__context__ is None
+        assert "\n" not in str(exc)
+        assert str(exc).split(": ")[0] in {"ServerConfig", "ToolboxConfig", "WorkbenchConfig", "<dict>"}
+    else:
+        pytest.fail("no error")

@@ -9,6 +9,7 @@ import pytest
 from conftest import children, stdio_server, toolbox
 
 from workbench_magic import ToolError, ToolNotFoundError
+from workbench_magic.core import ToolsChanged
 
 
 @pytest.mark.parametrize(("flags", "protocol"), [((), "2026-07-28"), (("--legacy",), "2025-11-25")])
@@ -17,7 +18,7 @@ def test_tool_list_changes_refresh_the_server_counted_once(make_workbench, flags
     box = wb.open("t")
     assert box.servers["s"].protocol == protocol
     changed = threading.Semaphore(0)
-    wb.tool_listeners.append(lambda tb, server: changed.release())
+    wb.subscribe(lambda event: changed.release() if isinstance(event, ToolsChanged) else None)
 
     with pytest.raises(ToolNotFoundError):
         wb.call("t/s/fresh")

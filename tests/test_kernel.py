@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_server, toolbox, write_config
+from conftest import children, stdio_server, toolbox, write_config
 from jupyter_client.manager import KernelManager
 
 
@@ -132,3 +132,57 @@ def test_kernel_shutdown_and_restart_end_the_servers(kernel: Kernel, how: str) -
         alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text()]
         time.sleep(0.1)  # polling /proc for processes to be reaped: there is no event to wait on
     assert alive == []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
+    from conftest import fault_server
+
+    config = write_config(
+        tmp_path / "workbench-config.json",
+        {"toolboxes": {"t": toolbox({"s": stdio_server()}), "mute": toolbox({"m": fault_server("--start", "silent")})}},
+    )
+    k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
+    try:
+        reply, _ = k.execute("%load_ext workbench_magic\n%workbench open t")
+        assert reply["status"] == "ok"
+        reply, out = k.execute("import os; print(os.getpid())")
+        kernel_pid = int(text_of(out).strip())
+        msg_id = k.kc.execute("%workbench open mute")
+        # inside the open once the silent server's process runs (no event tells the client that)
+        deadline = time.monotonic() + 30
+        while not any("silent" in _cmdline(pid) for pid in children(kernel_pid)):
+            assert time.monotonic() < deadline, "the open never started the server"
+            time.sleep(0.05)
+        started = time.monotonic()
+        k.km.interrupt_kernel()
+        reply = k.kc.get_shell_msg(timeout=30)
+        elapsed = time.monotonic() - started
+        print(f"interrupted open: reply after {elapsed:.2f} s")
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        # the workbench gives up within 1 s (tests/test_runtime.py measures it alone); this
+        # figure adds the signal's delivery and the kernel's reply
+        assert elapsed < 2.0
+        k.drain(msg_id)
+        started = time.monotonic()
+        reply, out = k.execute("%use_tool mute/m/anything")
+        answered = time.monotonic() - started
+        print(f"next call on it answered in {answered:.2f} s")
+        assert reply["ename"] == "ConnectError" and answered < 2.0
+        assert "cancelled while connecting" in reply["evalue"]
+        reply, out = k.execute("print(repr(get_ipython().run_line_magic('workbench', 'status')))")
+        assert "m: failed (stdio) Failed to connect to server 'm' in toolbox 'mute': cancelled while connecting" in (
+            text_of(out)
+        )
+        deadline = time.monotonic() + 10
+        while any("silent" in _cmdline(pid) for pid in children(kernel_pid)):
+            assert time.monotonic() < deadline, "the half-open server's process outlived the interrupt"
+            time.sleep(0.05)
+    finally:
+        k.shutdown()

@@ -172,24 +172,32 @@ def test_timeout_option(ip: InteractiveShell, capsys) -> None:
 
 def test_progress_updates_one_display(ip: InteractiveShell, monkeypatch) -> None:
     run(ip, "%workbench open t")
-    shown: list[str] = []
+    displayed: list[tuple[str, bool]] = []
+    updates: list[tuple[int, str]] = []
     import IPython.display as display_module
 
     class Handle:
         def update(self, obj: Any) -> None:
-            shown.append(repr(obj))
+            updates.append((id(self), repr(obj)))
+
+    handles: list[Handle] = []
 
     def fake_display(obj: Any, display_id: bool = False, **_: Any) -> Handle | None:
-        shown.append(repr(obj))
-        return Handle() if display_id else None
+        displayed.append((repr(obj), display_id))
+        if not display_id:
+            return None
+        handles.append(Handle())
+        return handles[-1]
 
     monkeypatch.setattr(display_module, "display", fake_display)
     result = run(ip, "%%use_tool t/s/slow\nsteps: 3\ndelay: 0.01")
     assert result.text == "done 3 steps"
-    assert shown == [
-        "t/s/slow: 1/3 (33%) step 1/3",
-        "t/s/slow: 2/3 (67%) step 2/3",
-        "t/s/slow: 3/3 (100%) step 3/3",
+    # one display with an id, then that same display updated in place for each later step
+    assert displayed == [("t/s/slow: 1/3 (33%) step 1/3", True)]
+    assert len(handles) == 1
+    assert updates == [
+        (id(handles[0]), "t/s/slow: 2/3 (67%) step 2/3"),
+        (id(handles[0]), "t/s/slow: 3/3 (100%) step 3/3"),
     ]
 
 
@@ -229,12 +237,12 @@ def test_completion(ip: InteractiveShell) -> None:
     assert set(complete("%workbench close ")) == {"t", "demo2", "--all"}
     assert set(complete("%workbench logs ")) == {"t/s"}
     assert complete("%%use_tool t/s/ec") == ["t/s/echo"]
-    assert complete("%describe_not_ours t/s/ec") != ["t/s/echo"]
+    assert "t/s/echo" not in complete("%describe_not_ours t/s/ec")
     assert "t/s/" in complete("%use_tool t/")
     assert complete("%use_tool t/s/echo te") == ["text="]
     assert complete("%%use_tool t/s/add\nb: 1\n") == ["a: ", "b: "]
     assert complete("%%use_tool t/s/add\nb: 1\na") == ["a: "]
-    assert complete("%%use_tool t/s/add\nb: 1\n  a") != ["a: "]  # nested levels are not arguments
+    assert "a: " not in complete("%%use_tool t/s/add\nb: 1\n  a")  # nested levels are not arguments
 
 
 def test_unload_closes_every_connection(make_workbench, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,3 +266,21 @@ def test_top_level_await_and_magics_together(ip: InteractiveShell) -> None:
     assert result.error_in_exec is None
     assert ip.user_ns["r"].text == "awaited"
     assert run(ip, "%use_tool t/s/echo text=after").text == "after"
+
+
+def test_open_with_no_server_connected_is_one_line(make_workbench, monkeypatch, capsys) -> None:
+    wb = make_workbench(
+        {"toolboxes": {"dead": toolbox({"x": {"command": "/nonexistent/mcp-x"}}), "empty": toolbox({})}}
+    )
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        seen = error_of(shell, "%workbench open dead", capsys)
+        assert seen == (
+            "ConnectError: Failed to open toolbox 'dead': no server connected "
+            "(server 'x': command not found: /nonexistent/mcp-x)"
+        )
+        assert run(shell, "%workbench open empty").tools == []  # nothing configured, nothing failed
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")

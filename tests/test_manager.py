@@ -13,6 +13,7 @@ from conftest import children, stdio_server, toolbox, write_config
 from workbench_magic import (
     ArgumentError,
     ConnectError,
+    InvalidIdentifierError,
     NotFoundError,
     ServerNotFoundError,
     ToolboxNotFoundError,
@@ -73,9 +74,9 @@ def test_lookup_errors_have_the_design_texts(wb: Workbench) -> None:
         wb.call("t/x/echo")
     with pytest.raises(ToolNotFoundError, match=r"^Tool 'zz' not found in server 's' \(toolbox 't'\)$"):
         wb.call("t/s/zz")
-    with pytest.raises(Exception, match=r"^Invalid tool identifier: toolbox cannot be empty$"):
+    with pytest.raises(InvalidIdentifierError, match=r"^Invalid tool identifier: toolbox cannot be empty$"):
         wb.call("/s/echo")
-    with pytest.raises(Exception, match="use 'name'"):
+    with pytest.raises(InvalidIdentifierError, match="use 'name'"):
         wb.call({"toolbox": "t", "server": "s", "tool": "echo"})
 
 

@@ -423,3 +423,51 @@ def test_mcp_inspector_cli_lists_and_calls(config: Path) -> None:
     )  # fmt: skip
     assert missing["isError"] is True
     assert "missing required argument 'query'" in missing["content"][0]["text"]
+
+
+def test_open_toolbox_with_no_server_connected_is_an_error_result(tmp_path: Path) -> None:
+    from workbench_magic import Workbench
+    from workbench_magic.server import WorkbenchServer
+
+    wb = Workbench(
+        {"toolboxes": {"dead": toolbox({"x": {"command": "/nonexistent/mcp-x"}, "y": {"command": "/nonexistent/y"}})}}
+    )
+    server = WorkbenchServer(wb)
+
+    async def main() -> None:
+        async with Client(server) as c:
+            answer = await c.call_tool("open_toolbox", {"toolbox": "dead"})
+            assert answer.is_error
+            assert text(answer) == (
+                "Failed to open toolbox 'dead': no server connected (server 'x': command not found: "
+                "/nonexistent/mcp-x; server 'y': command not found: /nonexistent/y)"
+            )
+
+    try:
+        run(main())
+    finally:
+        wb.close_all()
+
+
+def test_dynamic_serve_forgets_client_connections_that_ended(tmp_path: Path) -> None:
+    from workbench_magic import Workbench
+    from workbench_magic.server import SERVE_HISTORY_LIMIT, WorkbenchServer
+
+    wb = Workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}}, history_limit=SERVE_HISTORY_LIMIT)
+    server = WorkbenchServer(wb, "dynamic")
+
+    async def main() -> None:
+        for _ in range(5):
+            async with Client(server, mode="legacy") as c:
+                assert c.protocol_version < "2026-07-28"
+                await c.call_tool("list_toolboxes", {})
+                await c.call_tool("list_toolboxes", {})
+                assert server.legacy_connections == 1  # one per connection, not one per request
+        assert server.legacy_connections == 0
+
+    try:
+        run(main())
+        assert wb.history_limit == 1_000
+    finally:
+        server.close()
+        wb.close_all()

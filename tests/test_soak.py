@@ -6,9 +6,9 @@ measured calls must all succeed with their own text back, and afterwards nothing
 up: RSS of this (client) process, tasks on the workbench loop, threads. Figures are printed
 (``pytest -s`` shows them).
 
-Memory: `Workbench.history` keeps every call (by design: `%workbench history`), so RSS grows by
-the history's size; the test measures the history's bytes per entry and bounds both the total
-growth and the growth that the history does not explain.
+Memory: `Workbench.history` keeps the last `history_limit` calls (10,000 by default); here the
+limit holds all 11,000, so RSS grows by the history's size; the test measures the history's bytes
+per entry and bounds both the total growth and the growth that the history does not explain.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ UNEXPLAINED_GROWTH_LIMIT_MB = 10
 #: Upper bound of the history's cost per call, in bytes. Measured 477: the copied arguments dict
 #: with its text (~300) and the `CallRecord` (~180 with two floats); the `ToolIdentifier` is
 #: shared, since a string identifier is parsed once (it was ~800 bytes more per call before).
-#: The history is unbounded, so a kernel pays this for every call it ever makes (0.5 GB per
-#: million).
+#: `history_limit` bounds what a kernel pays for it (about 5 MB at the default 10,000).
 HISTORY_BYTES_PER_ENTRY = 1_000
 
 
@@ -139,7 +138,10 @@ class Callers:
 @pytest.mark.soak
 @pytest.mark.timeout(600)
 def test_soak_10000_calls_8_threads_4_servers(make_workbench) -> None:
-    wb = make_workbench({"toolboxes": {"soak": toolbox({f"s{i}": stdio_server() for i in range(SERVERS)})}})
+    wb = make_workbench(
+        {"toolboxes": {"soak": toolbox({f"s{i}": stdio_server() for i in range(SERVERS)})}},
+        history_limit=WARMUP_CALLS + CALLS,  # every call stays, so each one can be checked
+    )
     box = wb.open("soak")
     assert box.failed == {} and len(box.connected) == SERVERS
 

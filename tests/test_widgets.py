@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -126,11 +125,9 @@ def test_cancel_button_cancels_on_the_server(wb: Workbench) -> None:
     explorer.select("t/s/slow")
     assert explorer.form is not None
     explorer.form.set_value({"steps": 500, "delay": 0.05})
-    started = threading.Event()
-    explorer.progress.observe(lambda change: started.set(), names="value")
     future = explorer.call()
     assert future is not None
-    assert started.wait(30), "no progress before cancelling"
+    assert explorer.wait_until(lambda: explorer.progress.value > 0, 30), "no progress before cancelling"
     assert explorer.cancel_button.disabled is False
     explorer.cancel_button.click()
     explorer.wait(10)
@@ -179,11 +176,8 @@ def test_images_markdown_and_text(wb: Workbench) -> None:
 def test_tool_list_changes_refresh_the_explorer(wb: Workbench) -> None:
     explorer = Explorer(wb, "t")
     explorer.server_select.value = "s"
-    refreshed = threading.Event()
-    explorer.tool_select.observe(lambda change: refreshed.set(), names="options")
     wb.call("t/s/add_tool", {"name": "brand_new"})
-    assert refreshed.wait(15)
-    assert "brand_new" in [value for _, value in explorer.tool_select.options]
+    assert explorer.wait_until(lambda: "brand_new" in [value for _, value in explorer.tool_select.options], 15)
 
 
 def test_static_fallbacks_are_never_a_bare_vbox(wb: Workbench) -> None:
@@ -215,3 +209,87 @@ def test_output_from_background_threads_stays_in_the_pane(wb: Workbench, capsys)
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
     assert "quiet" in pane_text(explorer)
+
+
+def live_widgets() -> int:
+    import gc
+
+    from ipywidgets.widgets import widget as widget_module
+
+    gc.collect()
+    return len(widget_module._instances)
+
+
+def test_displays_of_one_open_value_reuse_one_explorer(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        opened = shell.run_line_magic("workbench", "open t")
+        assert isinstance(opened, ExploredToolbox)
+        opened._repr_mimebundle_()
+        widgets_after_one, listeners_after_one = live_widgets(), wb.subscriber_count
+        for _ in range(20):
+            opened._repr_mimebundle_()
+        assert live_widgets() == widgets_after_one
+        assert wb.subscriber_count == listeners_after_one
+        # running the cell again gives the same explorer too
+        for _ in range(5):
+            shell.run_line_magic("workbench", "open t")._repr_mimebundle_()
+        assert live_widgets() == widgets_after_one
+        assert wb.subscriber_count == listeners_after_one
+        explorer = opened.explorer
+        assert explorer is ExploredToolbox(wb, "t").explorer
+        # closing the toolbox closes its explorer: its widgets and its subscription go
+        wb.close("t")
+        assert explorer.wait_until(lambda: explorer.closed, 10)
+        assert wb.subscriber_count == listeners_after_one - 1
+        assert live_widgets() < widgets_after_one - 50
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")
+    wb.open("t")
+
+
+def test_selecting_tools_reuses_their_forms_and_closes_evicted_ones(wb: Workbench) -> None:
+    explorer = Explorer(wb, "t")
+    try:
+        explorer.select("t/s/echo")
+        echo_form = explorer.form
+        explorer.select("t/s/add")
+        baseline = live_widgets()
+        for _ in range(10):
+            explorer.select("t/s/echo")
+            explorer.select("t/s/add")
+        assert live_widgets() == baseline
+        explorer.select("t/s/echo")
+        assert explorer.form is echo_form
+    finally:
+        explorer.close()
+
+
+def test_a_tool_list_change_keeps_the_form_being_filled(wb: Workbench) -> None:
+    explorer = Explorer(wb, "t")
+    try:
+        explorer.select("t/s/nested")
+        form = explorer.form
+        assert form is not None
+        form.field("config.name").input.value = "half-filled"
+        wb.call("t/s/add_tool", {"name": "appeared"})
+        assert explorer.wait_until(lambda: "appeared" in [v for _, v in explorer.tool_select.options], 15)
+        assert explorer.tool_select.value == "nested"
+        assert explorer.form is form
+        assert form.field("config.name").input.value == "half-filled"
+    finally:
+        explorer.close()
+
+
+def test_a_closed_explorer_unsubscribes(wb: Workbench) -> None:
+    import gc
+
+    before = wb.subscriber_count
+    explorer = Explorer(wb, "t")
+    assert wb.subscriber_count == before + 1
+    explorer.close()
+    del explorer
+    gc.collect()
+    assert wb.subscriber_count == before

@@ -8,14 +8,12 @@ A file with a top-level ``mcpServers`` (Claude Desktop / VS Code style) is one t
 ``default``. Discovery order: an explicit path, ``$WORKBENCH_CONFIG``,
 ``./workbench-config.json``, then the embedded default (toolbox ``demo``).
 
-Rules applied by `parse_config` (every violation is a `ConfigError` with a one-line message
-``{source}: {json.path}: {problem}. Fix: ...``):
+Every violation is a `ConfigError` with a one-line message ``{source}: {json.path}: {problem}.
+Fix: ...``; the source is the file, ``<dict>``, or the model's class name when a model is built
+directly (``ServerConfig(url="ftp://x")``).
 
-- ``${VAR}`` and ``${VAR:-default}`` expand in every string value (not in keys); the default
-  is used when the variable is unset or empty. ``$$`` and a lone ``$`` are not special; any
-  other ``${...}`` form is an error. An unset variable without a default is an error.
-- Keys starting with ``_`` are ignored at every level (comments); repeating them is fine.
-  Other unknown keys and duplicate keys are errors.
+The models' validators check the values, however a model is built:
+
 - Toolbox and server names: letters, digits, ``-`` and ``_``, no ``__``, not ending in
   ``_`` (so ``toolbox__server__tool`` keys stay unambiguous).
 - ``args`` and ``toolFilters`` are lists of strings. ``env`` and ``headers`` are objects
@@ -25,6 +23,15 @@ Rules applied by `parse_config` (every violation is a `ConfigError` with a one-l
   ``env`` and ``cwd`` only go with ``command``, ``headers`` only with ``url``.
 - ``timeout`` is a positive number of seconds; a numeric string (e.g. from
   ``"${TIMEOUT:-30}"``) is accepted.
+
+`parse_config` adds the rules of the JSON text, then hands the result to the models:
+
+- ``${VAR}`` and ``${VAR:-default}`` expand in every string value (not in keys); the default
+  is used when the variable is unset or empty. ``$$`` and a lone ``$`` are not special; any
+  other ``${...}`` form is an error. An unset variable without a default is an error.
+- Keys starting with ``_`` are ignored at every level (comments); repeating them is fine.
+  Other unknown keys (including the Python spellings ``mcp_servers`` and ``tool_filters``)
+  and duplicate keys are errors. A toolbox needs ``mcpServers``.
 
 Loading is pure: nothing is started, no path other than the config file is touched.
 """
@@ -36,11 +43,23 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from workbench_magic.errors import ConfigError, ServerNotFoundError, ToolboxNotFoundError, first_line
 
@@ -82,25 +101,15 @@ _TRANSPORTS: dict[str, Transport] = {
     "sse": "sse",
 }
 
-_TOP_KEYS = ("toolboxes", "mcpServers")
-_TOOLBOX_KEYS = ("description", "mcpServers")
-_SERVER_KEYS = (
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "transport",
-    "type",
-    "toolFilters",
-    "timeout",
-)
-
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
-_VAR_RE = re.compile(r"\$\{([^{}]*)\}")
+_NAME_FIX = "Fix: use only letters, digits, '-' and '_' (no '__', not ending in '_')"
+_TRANSPORT_FIX = 'Fix: use "stdio", "http" (streamable HTTP) or "sse"'
+_TIMEOUT_FIX = 'Fix: write a number of seconds, e.g. "timeout": 30'
+_VAR_RE = re.compile(r"\$\{(?:([^{}]*)\})?")  # no group 1: an unmatched '${'
 _VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VAR_FIX = "Fix: write ${VAR} or ${VAR:-default} (nesting is not supported)"
+
+_T = TypeVar("_T")
 
 
 def normalize_transport(value: str) -> Transport | None:
@@ -112,14 +121,157 @@ def normalize_transport(value: str) -> Transport | None:
     return _TRANSPORTS.get(value.strip().lower())
 
 
-class ServerConfig(BaseModel):
-    """One MCP server: stdio (``command``) or streamable HTTP / SSE (``url``).
+# --------------------------------------------------------------------------- errors
 
-    ``transport`` is always set: inferred ``"stdio"`` from ``command`` and ``"http"`` from
-    ``url`` when absent. Equality and serialisation ignore `secrets`.
+
+class _Invalid(ValueError):
+    """A broken rule, raised inside validation; ``at`` continues pydantic's location."""
+
+    def __init__(self, problem: str, fix: str, *at: str | int) -> None:
+        super().__init__(f"{problem}. {fix}")
+        self.problem, self.fix, self.at = problem, fix, at
+
+
+_JSON_TYPES = ((bool, "a boolean"), (int | float, "a number"), (str, "a string"), (list | tuple, "an array"))
+
+
+def _jtype(value: object) -> str:
+    """The JSON name of a value's type."""
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "an object"
+    return next((name for types, name in _JSON_TYPES if isinstance(value, types)), type(value).__name__)
+
+
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _one_line(source: str, path: str, problem: str, fix: str) -> ConfigError:
+    """The one-line ``{source}: {path}: {problem}. {fix}``."""
+    where = f"{source}: {path}: " if path else f"{source}: "
+    return ConfigError(f"{where}{problem}. {fix}".replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def _config_error(error: ValidationError, source: str) -> ConfigError:
+    """The one-line `ConfigError` for the first problem in a pydantic ``ValidationError``.
+
+    A rule of the models (an `_Invalid`) keeps its message; anything pydantic found on its
+    own gets a generic fix. ``source`` (a path, ``<dict>`` or a class name) starts the message.
+    """
+    first = error.errors(include_url=False)[0]
+    rule = first.get("ctx", {}).get("error")
+    parts = [*first["loc"]]
+    if isinstance(rule, _Invalid):
+        parts += rule.at
+        problem, fix = rule.problem, rule.fix
+    elif first["type"] == "extra_forbidden":
+        problem, fix = "unknown key", "Fix: remove it"
+    else:
+        problem, fix = first["msg"].removeprefix("Value error, "), "Fix: correct this value"
+    path = ""
+    for part in parts:
+        path = f"{path}[{part}]" if isinstance(part, int) else _join(path, part)
+    return _one_line(source, path, problem, fix)
+
+
+_VALIDATING: ContextVar[bool] = ContextVar("_VALIDATING", default=False)
+
+
+def _translated(source: str, validate: Callable[[], _T]) -> _T:
+    """Run a pydantic validation; a failure is the `_config_error`, with no chain attached."""
+    if _VALIDATING.get():  # pydantic calls a nested model's __init__: the outermost one reports
+        return validate()
+    token = _VALIDATING.set(True)
+    try:
+        return validate()
+    except ValidationError as exc:
+        error = _config_error(exc, source)
+    finally:
+        _VALIDATING.reset(token)
+    raise error  # outside `except`: no `__context__`
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _string(value: Any, fix: str, *at: str | int) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"must be a string, got {_jtype(value)}", fix, *at)
+    return value
+
+
+def _names(value: Any, what: str, example: str) -> Any:
+    """Check the keys of a toolbox or server mapping."""
+    if not isinstance(value, Mapping):
+        raise _Invalid(f"must be an object, got {_jtype(value)}", f"Fix: write {example}")
+    for key in value:
+        if not isinstance(key, str) or not _NAME_RE.match(key) or "__" in key or key.endswith("_"):
+            raise _Invalid(f"invalid {what} name {key!r}", _NAME_FIX, str(key))
+    return value
+
+
+class _ConfigModel(BaseModel):
+    """A config model: however validation starts, a failure is a one-line `ConfigError`.
+
+    An instance made by ``model_construct`` skipped validation: validating it (as a field of
+    another model, or in `load_config`) checks its fields now.
     """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    _KIND: ClassVar[str]
+    _EXAMPLE: ClassVar[str]
+    _checked: bool = PrivateAttr(default=False)
+
+    def __init__(self, /, **data: Any) -> None:
+        _translated(type(self).__name__, partial(super().__init__, **data))
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Validate ``obj``; `ConfigError` (named after the class) if it breaks a rule."""
+        return cls._validate_as(obj, cls.__name__, **kwargs)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """Validate a JSON document; `ConfigError` (named after the class) if it breaks a rule."""
+        return _translated(cls.__name__, partial(super().model_validate_json, json_data, **kwargs))
+
+    @classmethod
+    def _validate_as(cls, data: Any, source: str, **kwargs: Any) -> Self:
+        return _translated(source, partial(super().model_validate, data, **kwargs))
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        # The only wrap/after validator, so the outermost: subclasses extend `_check`.
+        if isinstance(data, _ConfigModel) and not data._checked:
+            data = {name: getattr(data, name) for name in data.model_fields_set}
+        if isinstance(data, BaseModel):
+            return handler(data)
+        if not isinstance(data, Mapping):
+            raise _Invalid(f"{cls._KIND} must be an object, got {_jtype(data)}", f"Fix: write {cls._EXAMPLE}")
+        model = cls._check(dict(data), handler)
+        model._checked = True
+        return model
+
+    @classmethod
+    def _check(cls, data: dict[str, Any], handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Validate a mapping: the fields (``handler``), then rules across fields."""
+        return handler(data)
+
+
+class ServerConfig(_ConfigModel):
+    """One MCP server: stdio (``command``) or streamable HTTP / SSE (``url``).
+
+    ``transport`` (also accepted as ``type``, in any spelling `normalize_transport` knows) is
+    always set: inferred ``"stdio"`` from ``command`` and ``"http"`` from ``url`` when absent.
+    Equality and serialisation ignore `secrets`.
+    """
+
+    _KIND: ClassVar[str] = "a server"
+    _EXAMPLE: ClassVar[str] = '{"command": "...", "args": [...]} or {"url": "https://..."}'
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
@@ -129,36 +281,108 @@ class ServerConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     transport: Transport = "stdio"
     tool_filters: list[str] | None = Field(default=None, alias="toolFilters")
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = None
 
     _expanded_secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
-    @model_validator(mode="before")
+    @field_validator("command", "url", "cwd", mode="before")
     @classmethod
-    def _infer_transport(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            return data
-        data = dict(data)
-        transport = data.get("transport")
-        if transport is None:
-            data.pop("transport", None)
-            has_url = data.get("url") is not None and data.get("command") is None
-            data["transport"] = "http" if has_url else "stdio"
-        elif isinstance(transport, str):
-            data["transport"] = normalize_transport(transport) or transport
-        return data
+    def _check_text(cls, value: Any, info: ValidationInfo) -> Any:
+        key = info.field_name
+        if value is None:
+            return None
+        if not _string(value, f'Fix: write "{key}": "..."').strip():
+            raise _Invalid(f"'{key}' is empty", f"Fix: set it, or remove '{key}'")
+        if key == "url" and not value.lower().startswith(("http://", "https://")):
+            raise _Invalid("must start with http:// or https://", "Fix: write e.g. http://127.0.0.1:8000/mcp")
+        return value
 
-    @model_validator(mode="after")
-    def _check_kind(self) -> ServerConfig:
-        if self.command is None and self.url is None:
-            raise ValueError("needs 'command' (stdio) or 'url' (HTTP)")
-        if self.command is not None and self.url is not None:
-            raise ValueError("has both 'command' and 'url'")
-        if self.command is not None and self.transport != "stdio":
-            raise ValueError(f"transport {self.transport!r} needs a 'url', not a 'command'")
-        if self.url is not None and self.transport == "stdio":
-            raise ValueError("transport 'stdio' needs a 'command', not a 'url'")
-        return self
+    @field_validator("args", "tool_filters", mode="before")
+    @classmethod
+    def _check_list(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None if info.field_name == "tool_filters" else []
+        example = '"args": ["--flag", "value"]' if info.field_name == "args" else '"toolFilters": ["..."]'
+        if not isinstance(value, list | tuple):
+            raise _Invalid(f"must be a list of strings, got {_jtype(value)}", f"Fix: write {example}")
+        return [_string(item, 'Fix: quote it, e.g. "8080"', i) for i, item in enumerate(value)]
+
+    @field_validator("env", "headers", mode="before")
+    @classmethod
+    def _check_map(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            example = f'"{info.field_name}": {{"NAME": "value"}}'
+            raise _Invalid(f"must be an object of strings, got {_jtype(value)}", f"Fix: write {example}")
+        result: dict[str, str] = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise _Invalid(f"invalid name {key!r}", "Fix: use a non-empty name without '='", str(key))
+            if isinstance(item, bool):
+                result[key] = "true" if item else "false"
+            elif isinstance(item, int | float):
+                result[key] = str(item)
+            else:
+                result[key] = _string(item, 'Fix: quote the value, e.g. "1"', key)
+        return result
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _check_timeout(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise _Invalid(f"must be a positive number of seconds, got {value!r}", _TIMEOUT_FIX) from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _Invalid(f"must be a positive number of seconds, got {_jtype(value)}", _TIMEOUT_FIX)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond float
+            seconds = math.inf if value > 0 else -math.inf
+        if not math.isfinite(seconds) or seconds <= 0:
+            shown = value if math.isfinite(seconds) else seconds  # an int beyond float shows as inf
+            raise _Invalid(f"must be a positive number of seconds, got {shown}", _TIMEOUT_FIX)
+        return seconds
+
+    @classmethod
+    def _check(cls, data: dict[str, Any], handler: ModelWrapValidatorHandler[Self]) -> Self:
+        # The transport keys are taken out before the fields are checked, and judged against
+        # the checked 'command' / 'url' afterwards.
+        spellings = {key: value for key in ("transport", "type") if (value := data.pop(key, None)) is not None}
+        config = handler(data)
+        has_command = config.command is not None
+        if not has_command and config.url is None:
+            raise _Invalid("needs 'command' (stdio) or 'url' (HTTP)", "Fix: add one of them")
+        if has_command and config.url is not None:
+            fix = "Fix: keep 'command' for a local (stdio) server or 'url' for a remote (HTTP) one"
+            raise _Invalid("has both 'command' and 'url'", fix)
+        if has_command and config.headers:
+            problem = "only applies to HTTP servers (with 'url'), and this one has a 'command'"
+            raise _Invalid(problem, "Fix: remove it, or pass the values through 'env'", "headers")
+        for key in () if has_command else ("args", "env", "cwd"):
+            if getattr(config, key):
+                problem = "only applies to stdio servers (with 'command'), and this one has a 'url'"
+                raise _Invalid(problem, "Fix: remove it", key)
+        found: Transport | None = None
+        for key, spelling in spellings.items():
+            value = normalize_transport(_string(spelling, _TRANSPORT_FIX, key))
+            if value is None:
+                raise _Invalid(f"unknown transport {spelling!r}", _TRANSPORT_FIX, key)
+            if found is not None and value != found:
+                raise _Invalid(f"says {value!r} but 'transport' says {found!r}", "Fix: keep only 'transport'", key)
+            if has_command and value != "stdio":
+                fix = f"Fix: remove \"{key}\" (a 'command' server uses stdio), or replace 'command' with 'url'"
+                raise _Invalid(f"{value!r} needs a 'url', but this server has a 'command'", fix, key)
+            if not has_command and value == "stdio":
+                fix = f'Fix: remove "{key}", or set it to "http" or "sse"'
+                raise _Invalid("'stdio' needs a 'command', but this server has a 'url'", fix, key)
+            found = value
+        config.transport = found or ("stdio" if has_command else "http")
+        return config
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is equal (`secrets` are not compared)."""
@@ -194,22 +418,39 @@ class ServerConfig(BaseModel):
         return any(tool_name == pattern or fnmatchcase(tool_name, pattern) for pattern in filters)
 
 
-class ToolboxConfig(BaseModel):
+class ToolboxConfig(_ConfigModel):
     """A named group of servers that is opened and closed together."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    _KIND: ClassVar[str] = "a toolbox"
+    _EXAMPLE: ClassVar[str] = '{"description": "...", "mcpServers": {...}}'
 
     description: str = ""
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict, alias="mcpServers")
 
+    @field_validator("description", mode="before")
+    @classmethod
+    def _check_description(cls, value: Any) -> str:
+        return "" if value is None else _string(value, 'Fix: write "description": "..."')
 
-class WorkbenchConfig(BaseModel):
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _check_names(cls, value: Any) -> Any:
+        return _names(value, "server", '"mcpServers": {"name": {"command": "..."}}')
+
+
+class WorkbenchConfig(_ConfigModel):
     """Every toolbox, plus where the config came from (`source`)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    _KIND: ClassVar[str] = "the top level"
+    _EXAMPLE: ClassVar[str] = '{"toolboxes": {"name": {"mcpServers": {...}}}}'
 
     toolboxes: dict[str, ToolboxConfig] = Field(default_factory=dict)
     source: str = DICT_SOURCE
+
+    @field_validator("toolboxes", mode="before")
+    @classmethod
+    def _check_names(cls, value: Any) -> Any:
+        return _names(value, "toolbox", '{"toolboxes": {"dev": {"mcpServers": {...}}}}')
 
     def toolbox(self, name: str) -> ToolboxConfig:
         """The toolbox called ``name``; `ToolboxNotFoundError` if there is none."""
@@ -234,6 +475,11 @@ class WorkbenchConfig(BaseModel):
 
 # --------------------------------------------------------------------------- parsing
 
+# The keys a file may use: the JSON spellings (aliases) only.
+_TOP_KEYS = ("toolboxes", "mcpServers")
+_TOOLBOX_KEYS = tuple(field.alias or name for name, field in ToolboxConfig.model_fields.items())
+_SERVER_KEYS = (*(field.alias or name for name, field in ServerConfig.model_fields.items()), "type")
+
 
 class _Object(dict[str, Any]):
     """A JSON object that remembers which (non-comment) keys were repeated."""
@@ -251,322 +497,121 @@ def _object_pairs(pairs: list[tuple[str, Any]]) -> _Object:
     return obj
 
 
-def _jtype(value: object) -> str:
-    """The JSON name of a value's type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
-
-
-def _is_comment(key: object) -> bool:
-    return isinstance(key, str) and key.startswith("_")
-
-
-def _join(path: str, key: object) -> str:
-    return f"{path}.{key}" if path else str(key)
-
-
 class _Parser:
+    """The rules of the JSON text; the models check the values it hands on."""
+
     def __init__(self, source: str, environ: Mapping[str, str]) -> None:
         self.source = source
         self.environ = environ
-
-    # -- helpers
+        self.secrets: dict[tuple[str, str], set[str]] = {}  # (toolbox, server): values from the environment
 
     def error(self, path: str, problem: str, fix: str) -> ConfigError:
-        where = f"{self.source}: {path}: " if path else f"{self.source}: "
-        message = f"{where}{problem}. {fix}"
-        return ConfigError(message.replace("\r", "\\r").replace("\n", "\\n"))
-
-    def obj(self, value: Any, path: str, known: Iterable[str], what: str, example: str) -> dict[str, Any]:
-        """Check an object: its type, duplicate and unknown keys; return it without comments."""
-        if not isinstance(value, Mapping):
-            raise self.error(path, f"{what} must be an object, got {_jtype(value)}", f"Fix: write {example}")
-        self.check_duplicates(value, path)
-        known = tuple(known)
-        items: dict[str, Any] = {}
-        for key, item in value.items():
-            if _is_comment(key):
-                continue
-            if key not in known:
-                raise self.unknown_key(key, path, known)
-            items[key] = item
-        return items
-
-    def named_items(self, value: Any, path: str, what: str, example: str) -> dict[str, Any]:
-        """An object whose keys are toolbox or server names (comments dropped, names checked)."""
-        if not isinstance(value, Mapping):
-            raise self.error(path, f"must be an object, got {_jtype(value)}", f"Fix: write {example}")
-        self.check_duplicates(value, path)
-        items: dict[str, Any] = {}
-        for key, item in value.items():
-            if _is_comment(key):
-                continue
-            if not isinstance(key, str) or not _NAME_RE.match(key) or "__" in key or key.endswith("_"):
-                raise self.error(
-                    _join(path, key),
-                    f"invalid {what} name {key!r}",
-                    "Fix: use only letters, digits, '-' and '_' (no '__', not ending in '_')",
-                )
-            items[key] = item
-        return items
+        return _one_line(self.source, path, problem, fix)
 
     def check_duplicates(self, value: Mapping[Any, Any], path: str) -> None:
-        duplicates = getattr(value, "duplicates", None)
-        if duplicates:
-            raise self.error(
-                _join(path, duplicates[0]),
-                "duplicate key",
-                "Fix: keep only one of them (JSON keeps the last one silently)",
-            )
+        if duplicates := getattr(value, "duplicates", None):
+            fix = "Fix: keep only one of them (JSON keeps the last one silently)"
+            raise self.error(_join(path, duplicates[0]), "duplicate key", fix)
 
-    def unknown_key(self, key: object, path: str, known: tuple[str, ...]) -> ConfigError:
-        fix = "Fix: remove it, or prefix it with '_' to keep it as a comment"
-        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-        if close:
-            fix += f". Did you mean '{close[0]}'?"
-        return self.error(_join(path, key), "unknown key", fix)
+    def keys(self, value: Any, path: str, known: tuple[str, ...] | None) -> Any:
+        """An object without comments, checked for duplicate and (unless ``known`` is None) unknown keys.
+
+        Anything else is returned as it is, for the models to reject.
+        """
+        if not isinstance(value, Mapping):
+            return value
+        self.check_duplicates(value, path)
+        items = {key: item for key, item in value.items() if not (isinstance(key, str) and key.startswith("_"))}
+        for key in items:
+            if known is not None and key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                fix = "Fix: remove it, or prefix it with '_' to keep it as a comment"
+                raise self.error(
+                    _join(path, key), "unknown key", fix + (f". Did you mean '{close[0]}'?" if close else "")
+                )
+        return items
 
     def expand(self, value: str, path: str, secrets: set[str]) -> str:
         """Expand ``${VAR}`` and ``${VAR:-default}``; collect values taken from the environment."""
-        if "${" not in value:
-            return value
-        out: list[str] = []
-        pos = 0
-        for match in _VAR_RE.finditer(value):
-            before = value[pos : match.start()]
-            if "${" in before:
+
+        def substitute(match: re.Match[str]) -> str:
+            if match.group(1) is None:
                 raise self.error(path, "unmatched '${'", _VAR_FIX)
-            out.append(before)
             name, sep, default = match.group(1).partition(":-")
             if not _VAR_NAME_RE.match(name):
                 raise self.error(path, f"unsupported variable reference '{match.group(0)}'", _VAR_FIX)
             found = self.environ.get(name)
             if sep and not found:
-                out.append(default)
-            elif found is None:
-                raise self.error(
-                    path,
-                    f"environment variable {name} is not set",
-                    f"Fix: export {name}=... or write ${{{name}:-default}}",
-                )
-            else:
-                if found:
-                    secrets.add(found)
-                out.append(found)
-            pos = match.end()
-        rest = value[pos:]
-        if "${" in rest:
-            raise self.error(path, "unmatched '${'", _VAR_FIX)
-        out.append(rest)
-        return "".join(out)
+                return default
+            if found is None:
+                fix = f"Fix: export {name}=... or write ${{{name}:-default}}"
+                raise self.error(path, f"environment variable {name} is not set", fix)
+            if found:
+                secrets.add(found)
+            return found
 
-    def string(self, value: Any, path: str, secrets: set[str], fix: str) -> str:
-        if not isinstance(value, str):
-            raise self.error(path, f"must be a string, got {_jtype(value)}", fix)
-        return self.expand(value, path, secrets)
-
-    def string_list(self, value: Any, path: str, secrets: set[str], example: str) -> list[str]:
-        if not isinstance(value, list | tuple):
-            raise self.error(path, f"must be a list of strings, got {_jtype(value)}", f"Fix: write {example}")
-        return [
-            self.string(item, f"{path}[{i}]", secrets, 'Fix: quote it, e.g. "8080"') for i, item in enumerate(value)
-        ]
-
-    def string_map(self, value: Any, path: str, secrets: set[str], example: str) -> dict[str, str]:
-        if not isinstance(value, Mapping):
-            raise self.error(path, f"must be an object of strings, got {_jtype(value)}", f"Fix: write {example}")
-        self.check_duplicates(value, path)
-        result: dict[str, str] = {}
-        for key, item in value.items():
-            item_path = _join(path, key)
-            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-                raise self.error(item_path, f"invalid name {key!r}", "Fix: use a non-empty name without '='")
-            if isinstance(item, bool):
-                result[key] = "true" if item else "false"
-            elif isinstance(item, int | float):
-                result[key] = str(item)
-            else:
-                result[key] = self.string(item, item_path, secrets, 'Fix: quote the value, e.g. "1"')
-        return result
-
-    # -- levels
+        return _VAR_RE.sub(substitute, value)
 
     def parse(self, data: Any) -> WorkbenchConfig:
-        top = self.obj(data, "", _TOP_KEYS, "the top level", '{"toolboxes": {"name": {"mcpServers": {...}}}}')
+        top = self.keys(data, "", _TOP_KEYS)
+        if not isinstance(top, Mapping):
+            return WorkbenchConfig._validate_as(top, self.source)  # raises: not an object
         if "toolboxes" in top and "mcpServers" in top:
-            raise self.error(
-                "",
-                "has both 'toolboxes' and a top-level 'mcpServers'",
-                "Fix: move the servers into a toolbox under 'toolboxes', or keep only 'mcpServers'",
-            )
-        toolboxes: dict[str, ToolboxConfig] = {}
+            fix = "Fix: move the servers into a toolbox under 'toolboxes', or keep only 'mcpServers'"
+            raise self.error("", "has both 'toolboxes' and a top-level 'mcpServers'", fix)
+        toolboxes: Any
         if "mcpServers" in top:
-            servers = self.servers(top["mcpServers"], "mcpServers")
-            toolboxes[DEFAULT_TOOLBOX] = ToolboxConfig(mcpServers=servers)
+            servers = self.servers(top["mcpServers"], "mcpServers", DEFAULT_TOOLBOX)
+            toolboxes = {DEFAULT_TOOLBOX: ToolboxConfig._validate_as({"mcpServers": servers}, self.source)}
         elif "toolboxes" in top:
-            example = '{"toolboxes": {"dev": {"mcpServers": {...}}}}'
-            for name, raw in self.named_items(top["toolboxes"], "toolboxes", "toolbox", example).items():
-                toolboxes[name] = self.toolbox(raw, _join("toolboxes", name))
+            toolboxes = self.keys(top["toolboxes"], "toolboxes", None)
+            if isinstance(toolboxes, dict):
+                toolboxes = {name: self.toolbox(raw, _join("toolboxes", name), name) for name, raw in toolboxes.items()}
         else:
-            raise self.error(
-                "",
-                "no 'toolboxes' (nor a top-level 'mcpServers')",
-                'Fix: write {"toolboxes": {"dev": {"mcpServers": {"name": {"command": "..."}}}}}',
-            )
-        return WorkbenchConfig(toolboxes=toolboxes, source=self.source)
-
-    def toolbox(self, raw: Any, path: str) -> ToolboxConfig:
-        items = self.obj(raw, path, _TOOLBOX_KEYS, "a toolbox", '{"description": "...", "mcpServers": {...}}')
-        description = ""
-        if items.get("description") is not None:
-            description = self.string(
-                items["description"], _join(path, "description"), set(), 'Fix: write "description": "..."'
-            )
-        if "mcpServers" not in items:
-            raise self.error(path, "missing 'mcpServers'", 'Fix: add "mcpServers": {"name": {"command": "..."}}')
-        servers = self.servers(items["mcpServers"], _join(path, "mcpServers"))
-        return ToolboxConfig(description=description, mcpServers=servers)
-
-    def servers(self, raw: Any, path: str) -> dict[str, ServerConfig]:
-        example = '"mcpServers": {"name": {"command": "..."}}'
-        return {
-            name: self.server(value, _join(path, name))
-            for name, value in self.named_items(raw, path, "server", example).items()
-        }
-
-    def server(self, raw: Any, path: str) -> ServerConfig:
-        items = self.obj(
-            raw, path, _SERVER_KEYS, "a server", '{"command": "...", "args": [...]} or {"url": "https://..."}'
-        )
-        present = {key: value for key, value in items.items() if value is not None}
-        secrets: set[str] = set()
-
-        def at(key: str) -> str:
-            return _join(path, key)
-
-        data: dict[str, Any] = {}
-        for key in ("command", "url", "cwd"):
-            if key in present:
-                value = self.string(present[key], at(key), secrets, f'Fix: write "{key}": "..."')
-                if not value.strip():
-                    raise self.error(at(key), f"'{key}' is empty", f"Fix: set it, or remove '{key}'")
-                data[key] = value
-        for key in ("args", "toolFilters"):
-            if key in present:
-                example = f'"{key}": ["..."]' if key == "toolFilters" else '"args": ["--flag", "value"]'
-                data[key] = self.string_list(present[key], at(key), secrets, example)
-        for key in ("env", "headers"):
-            if key in present:
-                data[key] = self.string_map(present[key], at(key), secrets, f'"{key}": {{"NAME": "value"}}')
-
-        has_command, has_url = "command" in data, "url" in data
-        if not has_command and not has_url:
-            raise self.error(path, "needs 'command' (stdio) or 'url' (HTTP)", "Fix: add one of them")
-        if has_command and has_url:
-            raise self.error(
-                path,
-                "has both 'command' and 'url'",
-                "Fix: keep 'command' for a local (stdio) server or 'url' for a remote (HTTP) one",
-            )
-        if has_url and not data["url"].lower().startswith(("http://", "https://")):
-            raise self.error(
-                at("url"), "must start with http:// or https://", "Fix: write e.g. http://127.0.0.1:8000/mcp"
-            )
-        if has_url:
-            for key in ("args", "env", "cwd"):
-                if data.get(key):
-                    raise self.error(
-                        at(key),
-                        "only applies to stdio servers (with 'command'), and this one has a 'url'",
-                        "Fix: remove it",
-                    )
-        elif data.get("headers"):
-            raise self.error(
-                at("headers"),
-                "only applies to HTTP servers (with 'url'), and this one has a 'command'",
-                "Fix: remove it, or pass the values through 'env'",
-            )
-
-        transport = self.transport(present, path, secrets, has_command)
-        if transport is not None:
-            data["transport"] = transport
-        if "timeout" in present:
-            data["timeout"] = self.timeout(present["timeout"], at("timeout"), secrets)
-
-        try:
-            config = ServerConfig.model_validate(data)
-        except ValidationError as exc:
-            raise self.from_validation(exc, path) from None
-        config._expanded_secrets = frozenset(secrets)
+            fix = 'Fix: write {"toolboxes": {"dev": {"mcpServers": {"name": {"command": "..."}}}}}'
+            raise self.error("", "no 'toolboxes' (nor a top-level 'mcpServers')", fix)
+        config = WorkbenchConfig._validate_as({"toolboxes": toolboxes, "source": self.source}, self.source)
+        for (box, name), found in self.secrets.items():
+            config.toolboxes[box].mcp_servers[name]._expanded_secrets = frozenset(found)
         return config
 
-    def transport(self, present: dict[str, Any], path: str, secrets: set[str], has_command: bool) -> Transport | None:
-        fix = 'Fix: use "stdio", "http" (streamable HTTP) or "sse"'
-        found: Transport | None = None
-        for key in ("transport", "type"):
-            if key not in present:
-                continue
-            key_path = _join(path, key)
-            spelling = self.string(present[key], key_path, secrets, fix)
-            value = normalize_transport(spelling)
-            if value is None:
-                raise self.error(key_path, f"unknown transport {spelling!r}", fix)
-            if found is not None and value != found:
-                raise self.error(
-                    key_path, f"says {value!r} but 'transport' says {found!r}", "Fix: keep only 'transport'"
-                )
-            found = value
-            if has_command and value != "stdio":
-                raise self.error(
-                    key_path,
-                    f"{value!r} needs a 'url', but this server has a 'command'",
-                    f"Fix: remove \"{key}\" (a 'command' server uses stdio), or replace 'command' with 'url'",
-                )
-            if not has_command and value == "stdio":
-                raise self.error(
-                    key_path,
-                    "'stdio' needs a 'command', but this server has a 'url'",
-                    f'Fix: remove "{key}", or set it to "http" or "sse"',
-                )
-        return found
+    def toolbox(self, raw: Any, path: str, name: str) -> Any:
+        items = self.keys(raw, path, _TOOLBOX_KEYS)
+        if not isinstance(items, dict):
+            return items
+        if "mcpServers" not in items:
+            raise self.error(path, "missing 'mcpServers'", 'Fix: add "mcpServers": {"name": {"command": "..."}}')
+        if isinstance(items.get("description"), str):
+            items["description"] = self.expand(items["description"], _join(path, "description"), set())
+        items["mcpServers"] = self.servers(items["mcpServers"], _join(path, "mcpServers"), name)
+        return items
 
-    def timeout(self, raw: Any, path: str, secrets: set[str]) -> float:
-        fix = 'Fix: write a number of seconds, e.g. "timeout": 30'
-        value: Any = raw
-        if isinstance(raw, str):
-            text = self.expand(raw, path, secrets)
-            try:
-                value = float(text)
-            except ValueError:
-                raise self.error(path, f"must be a positive number of seconds, got {text!r}", fix) from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.error(path, f"must be a positive number of seconds, got {_jtype(value)}", fix)
-        try:
-            seconds = float(value)
-        except OverflowError:  # an int beyond float
-            seconds = math.inf if value > 0 else -math.inf
-        if not math.isfinite(seconds) or seconds <= 0:
-            shown = value if math.isfinite(seconds) else seconds  # an int beyond float shows as inf
-            raise self.error(path, f"must be a positive number of seconds, got {shown}", fix)
-        return seconds
+    def servers(self, raw: Any, path: str, box: str) -> Any:
+        servers = self.keys(raw, path, None)
+        if not isinstance(servers, dict):
+            return servers
+        return {name: self.server(value, _join(path, name), (box, name)) for name, value in servers.items()}
 
-    def from_validation(self, exc: ValidationError, path: str) -> ConfigError:
-        """A last-resort conversion; the checks above should catch everything first."""
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first.get("loc", ()))
-        problem = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-        return self.error(_join(path, loc) if loc else path, problem, "Fix: correct this value")
+    def server(self, raw: Any, path: str, key: tuple[str, str]) -> Any:
+        """A server with ``${VAR}`` expanded in its strings, list items and object values."""
+        items = self.keys(raw, path, _SERVER_KEYS)
+        if not isinstance(items, dict):
+            return items
+        secrets = self.secrets.setdefault(key, set())
+
+        def expand(value: Any, at: str) -> Any:
+            return self.expand(value, at, secrets) if isinstance(value, str) else value
+
+        for name, value in items.items():
+            at = _join(path, name)
+            if isinstance(value, list | tuple):
+                items[name] = [expand(item, f"{at}[{i}]") for i, item in enumerate(value)]
+            elif isinstance(value, Mapping):
+                self.check_duplicates(value, at)
+                items[name] = {k: expand(v, _join(at, k)) for k, v in value.items()}
+            else:
+                items[name] = expand(value, at)
+        return items
 
 
 def parse_config(data: Any, source: str = DICT_SOURCE, *, environ: Mapping[str, str] | None = None) -> WorkbenchConfig:
@@ -652,11 +697,12 @@ def load_config(
     """Find, read and validate the config (see `find_config` for the order).
 
     ``path`` may also be a mapping (parsed with source ``"<dict>"``) or a `WorkbenchConfig`
-    (returned as is). `WorkbenchConfig.source` is the path as given (or as found), or
+    (returned as is; one made by ``model_construct`` is checked first, and a validated copy
+    returned). `WorkbenchConfig.source` is the path as given (or as found), or
     ``"<embedded default>"``. Raises `ConfigError` with a one-line message.
     """
     if isinstance(path, WorkbenchConfig):
-        return path
+        return WorkbenchConfig._validate_as(path, path.source if isinstance(path.source, str) else DICT_SOURCE)
     if isinstance(path, Mapping):
         return parse_config(path, DICT_SOURCE, environ=environ)
     env = os.environ if environ is None else environ

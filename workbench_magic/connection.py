@@ -22,6 +22,7 @@ import anyio
 from workbench_magic.errors import ConnectError
 from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo
+from workbench_magic.runtime import leaf_exception
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -35,7 +36,10 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] |
 STDERR_TAIL_LINES = 5
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
-_LOG_LIMIT = 10 * 1024 * 1024
+LOG_LIMIT = 10 * 1024 * 1024
+"""Bytes of a server's stderr kept on disk (the newest)."""
+LOG_CHECK_INTERVAL = 5.0
+"""Seconds between checks of a live server's log size."""
 _MARK = "--- workbench: "
 _JUNK_LINES = 3
 _JUNK_CHARS = 120
@@ -65,13 +69,6 @@ def _junk_line(exc: BaseException) -> str:
     return text if len(text) <= _JUNK_CHARS else text[: _JUNK_CHARS - 3] + "..."
 
 
-def leaf_exception(exc: BaseException) -> BaseException:
-    """The first leaf of an exception group (ipykernel hangs on groups in a chain)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def describe_exception(exc: BaseException) -> str:
     """A short, one-line reason for an exception from the SDK or the transport."""
     exc = leaf_exception(exc)
@@ -82,19 +79,50 @@ def describe_exception(exc: BaseException) -> str:
 
 
 class StderrLog:
-    """The server's stderr, kept in an append-only temp file (a real fd for the child)."""
+    """The server's stderr, kept in an append-only temp file (a real fd for the child).
+
+    The child writes to the file directly; `trim` keeps the newest `LOG_LIMIT` bytes (cut at a
+    line start) once the file has grown a fifth past that.
+    """
 
     def __init__(self, label: str) -> None:
         self.file = tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace", prefix=f"wb-{label}-")
+        # tempfile opens without O_APPEND ("a" is only Python's own seek): the child and `trim`
+        # must both write at the end of the file, wherever the other left it.
+        with contextlib.suppress(ImportError):  # POSIX; elsewhere the log is not trimmed safely
+            import fcntl
+
+            fd = self.file.fileno()
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+
+    def size(self) -> int:
+        return 0 if self.file.closed else os.fstat(self.file.fileno()).st_size
 
     def read(self) -> str:
-        """All of it (bounded to the last 10 MB)."""
+        """All of it (at most the last `LOG_LIMIT` bytes)."""
         if self.file.closed:
             return ""
         fd = self.file.fileno()
         size = os.fstat(fd).st_size
-        start = max(0, size - _LOG_LIMIT)
+        start = max(0, size - LOG_LIMIT)
         return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+
+    def trim(self) -> bool:
+        """Drop the oldest bytes past `LOG_LIMIT`; True when it did."""
+        if self.file.closed:
+            return False
+        fd = self.file.fileno()
+        size = os.fstat(fd).st_size
+        if size <= LOG_LIMIT + LOG_LIMIT // 5:
+            return False
+        keep = os.pread(fd, LOG_LIMIT, size - LOG_LIMIT)
+        newline = keep.find(b"\n")
+        if 0 <= newline < len(keep) - 1:
+            keep = keep[newline + 1 :]
+        # O_APPEND: whatever the child writes meanwhile lands after the kept tail.
+        os.ftruncate(fd, 0)
+        os.write(fd, keep)
+        return True
 
     def tail(self, lines: int = STDERR_TAIL_LINES) -> str:
         """The server's last stderr lines, on one line (our own markers left out)."""
@@ -105,19 +133,30 @@ class StderrLog:
         if not self.file.closed:
             self.file.write(f"{_MARK}{text} ---\n")
             self.file.flush()
+            self.trim()
 
     def close(self) -> None:
         self.file.close()
 
 
 class Connection:
-    """A connection to one server of one toolbox.
+    """A connection to one server of one toolbox; lives on the workbench loop thread.
 
     Status goes `connecting` -> `connected` | `failed`; a connected server whose transport
     closed becomes `disconnected` and reconnects on the next request; `closed` is final.
+    Every change of what `snapshot()` shows calls `on_change(self)` (on the loop thread).
     """
 
-    def __init__(self, toolbox: str, name: str, config: ServerConfig, *, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        toolbox: str,
+        name: str,
+        config: ServerConfig,
+        *,
+        connect_timeout: float = 30.0,
+        on_change: Callable[[Connection], None] | None = None,
+        on_tools_changed: Callable[[Connection], None] | None = None,
+    ) -> None:
         self.toolbox = toolbox
         self.name = name
         self.config = config
@@ -128,7 +167,7 @@ class Connection:
         self.server_info: str | None = None
         self.instructions: str | None = None
         self.capabilities: Any = None
-        self.tools: list[ToolInfo] = []
+        self.tools: tuple[ToolInfo, ...] = ()
         self.all_tool_names: list[str] = []
         self.tool_list_changes = 0
         self.connects = 0
@@ -139,10 +178,13 @@ class Connection:
         self.secrets: frozenset[str] = frozenset(getattr(config, "secrets", ()) or ())
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._generation = 0
+        self._ending: set[asyncio.Task[None]] = set()
         self._stop: asyncio.Event | None = None
         self._refresh_wanted: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
-        self.on_tools_changed: Callable[[Connection], None] | None = None
+        self._on_change = on_change
+        self._on_tools_changed = on_tools_changed
 
     # ---- public state ---------------------------------------------------------------
     @property
@@ -169,12 +211,35 @@ class Connection:
         """Everything the server wrote to stderr, secrets masked."""
         return mask(self.log.read(), self.secrets)
 
+    def _set(self, status: str, error: str | None = None) -> None:
+        self.status = status
+        self.error = error
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            try:
+                self._on_change(self)
+            except Exception:
+                logger.exception("status listener failed")
+
+    def _failed(self, message: str, *, backoff: float | None = None) -> None:
+        """Record a failed attempt (its `Failed to connect ...` message) and its backoff
+        (0.5 s, doubling, at most 30 s, unless given)."""
+        self.failures += 1
+        if backoff is None:
+            backoff = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 1))
+        self._retry_at = time.monotonic() + backoff
+        self._set("failed", message)
+
     # ---- lifecycle ------------------------------------------------------------------
     async def start(self, *, force: bool = True) -> None:
         """Connect (or reconnect). Raises `ConnectError`; the connection is then `failed`.
 
-        After failed attempts, `force=False` (what calls use) fails fast until the backoff
-        (0.5 s, doubling, at most 30 s) has passed; opening or reconnecting always tries.
+        After failed attempts, `force=False` (what calls use) fails fast until the backoff has
+        passed; opening or reconnecting always tries. Cancelling (interrupt, timeout, close)
+        takes a half-open connection down at once: the failure is recorded and the process
+        ends in the background.
         """
         if self._lock is None:
             self._lock = asyncio.Lock()
@@ -187,41 +252,66 @@ class Connection:
             if not force and self.status == "failed" and wait > 0:
                 raise ConnectError(f"{self.error} (next attempt in {wait:.1f} s; %workbench reconnect tries now)")
             await self._stop_owner()
-            self.status = "connecting"
-            self.error = None
-            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._set("connecting")
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[None] = loop.create_future()
             self._stop = asyncio.Event()
             self._refresh_wanted = asyncio.Event()
-            self._owner = asyncio.get_running_loop().create_task(
-                self._own(ready, self._stop), name=f"mcp-owner-{self.toolbox}/{self.name}"
+            self._generation += 1
+            self._owner = loop.create_task(
+                self._own(ready, self._stop, self._generation), name=f"mcp-owner-{self.toolbox}/{self.name}"
             )
             try:
                 await asyncio.shield(ready)
             except asyncio.CancelledError:
-                # Caller gave up: take the half-open connection down with it.
-                await self._stop_owner()
-                self.status = "failed"
-                self.error = self.failure_message("cancelled while connecting")
+                # The person gave up on this server: calls do not start another wait for it
+                # (open and reconnect still try at once).
+                self._abandon()
+                self._failed(self.failure_message("cancelled while connecting"), backoff=BACKOFF_MAX)
                 raise
-            except ConnectError:
-                self.failures += 1
-                self._retry_at = time.monotonic() + min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 1))
+            except ConnectError as exc:
+                self._failed(str(exc))
                 raise
             self.failures = 0
+
+    def _abandon(self) -> None:
+        """Cancel the owner task now and let it end (and its process exit) in the background."""
+        owner, self._owner = self._owner, None
+        self._generation += 1  # what the abandoned owner does from now on is not our state
+        self._client = None
+        if owner is not None and not owner.done():
+            owner.cancel()
+            self._ending.add(owner)
+            owner.add_done_callback(self._ending.discard)
 
     async def ensure_connected(self) -> None:
         """Connect if needed, honouring the backoff after failed attempts."""
         if self.status != "connected":
             await self.start(force=False)
 
+    async def restart(self) -> None:
+        """Disconnect (if connected) and connect again, now."""
+        if self.status == "connected":
+            await self._stop_owner()
+            if self.status != "closed":
+                self._set("disconnected")
+        await self.start()
+
     async def close(self) -> None:
         """Stop the owner task (which closes the client and ends the process); final."""
-        await self._stop_owner()
-        self.status = "closed"
+        self._abandon() if self.status == "connecting" else await self._stop_owner()
+        await self._wait_ended()
+        self._set("closed", None)
         self.log.close()
+
+    async def _wait_ended(self) -> None:
+        """Wait for abandoned owners to finish their (bounded, shielded) shutdown."""
+        if self._ending:
+            await asyncio.wait(list(self._ending), timeout=10)
 
     async def _stop_owner(self) -> None:
         owner, self._owner = self._owner, None
+        await self._wait_ended()
         if owner is None:
             return
         if self._stop is not None:
@@ -261,15 +351,25 @@ class Connection:
             transport = _http_transport(cfg.url or "", dict(cfg.headers))
         return Client(transport, message_handler=self._on_message, mode="auto")
 
-    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
-        """The owner task: enter the client, publish it, wait for stop, exit the client."""
+    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:
+        """The owner task: enter the client, publish it, wait for stop, exit the client.
+
+        State is written only while this owner is the current one (`generation`): an abandoned
+        owner that is still shutting down must not overwrite its successor's state.
+        """
         label = "connect"
+
+        def current() -> bool:
+            return generation == self._generation
+
         try:
             self.log.mark(f"connecting ({self.transport})")
             self.stdout_junk.clear()
             client = self._make_client()
             with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as deadline:
                 async with client:
+                    if not current():
+                        return
                     self._client = client
                     self.protocol = client.protocol_version
                     info = client.server_info
@@ -279,11 +379,12 @@ class Connection:
                     await self._refresh_tools()
                     deadline.deadline = math.inf
                     self.connects += 1
-                    self.status = "connected"
                     label = "session"
+                    self._set("connected")
                     ready.set_result(None)
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._refresher)
+                        tg.start_soon(self._keep_log_small)
                         if self._modern:
                             tg.start_soon(self._listen)
                         await stop.wait()
@@ -302,19 +403,17 @@ class Connection:
                     reason = f"{reason} (stderr: {tail})"
                 if self.stdout_junk:
                     reason = f"{reason} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
-                self.status = "failed"
-                self.error = self.failure_message(reason)
-                err = ConnectError(self.error)
-                ready.set_exception(err)
+                ready.set_exception(ConnectError(self.failure_message(reason)))
                 ready.exception()  # mark retrieved
             elif self.status != "closed":
                 logger.debug("server %s/%s ended: %s", self.toolbox, self.name, reason)
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            self._client = None
-            if self.status in ("connected", "connecting"):
-                self.status = "disconnected"
+            if current():
+                self._client = None
+                if self.status == "connected":
+                    self._set("disconnected", "connection closed")
             self.log.mark(f"{label} ended")
 
     # ---- tools and notifications ----------------------------------------------------
@@ -328,7 +427,7 @@ class Connection:
             return
         tools = await _all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
         self.all_tool_names = [t.name for t in tools]
-        self.tools = [ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name)]
+        self.tools = tuple(ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name))
 
     def _tools_changed(self) -> None:
         self.tool_list_changes += 1
@@ -345,8 +444,14 @@ class Connection:
             except Exception as exc:
                 logger.debug("tool refresh of %s/%s failed: %s", self.toolbox, self.name, exc)
                 continue
-            if self.on_tools_changed is not None:
-                self.on_tools_changed(self)
+            self._changed()
+            if self._on_tools_changed is not None:
+                self._on_tools_changed(self)
+
+    async def _keep_log_small(self) -> None:
+        while True:
+            await asyncio.sleep(LOG_CHECK_INTERVAL)
+            self.log.trim()
 
     async def _listen(self) -> None:
         """2026-07-28 connections: tool-list changes arrive on a `subscriptions/listen` stream."""
@@ -382,8 +487,7 @@ class Connection:
     def connection_lost(self) -> None:
         """A request saw the transport close: the next request reconnects."""
         if self.status == "connected":
-            self.status = "disconnected"
-            self.error = "connection closed"
+            self._set("disconnected", "connection closed")
             if self._stop is not None:
                 self._stop.set()
 

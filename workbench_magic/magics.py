@@ -347,7 +347,7 @@ class WorkbenchMagics(Magics):
         self._parser("explore").parse(args)
         from workbench_magic.widgets import Explorer
 
-        return Explorer(self.workbench)
+        return Explorer.of(self.workbench)
 
     def _cmd_resources(self, args: list[str]) -> Any:
         from workbench_magic.views import TableView
@@ -526,10 +526,7 @@ class WorkbenchMagics(Magics):
     def _tool_paths(self) -> list[str]:
         wb = self.workbench
         paths = [f"{p}/" for p in self._server_paths(include_toolboxes=True)]
-        for status in wb.status().values():
-            for server in status.values():
-                paths += [t.path for t in wb.tools(f"{server.toolbox}/{server.name}")]
-        return paths
+        return paths + [t.path for t in wb.tools()]
 
     def _argument_names(self, tool: str) -> list[str]:
         try:

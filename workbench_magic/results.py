@@ -182,7 +182,7 @@ class Image:
         return f"<Image {self.mime_type}, {len(self.data)} bytes>"
 
 
-def _records(data: Any) -> list[dict[str, Any]] | dict[str, list[Any]] | None:
+def find_table(data: Any) -> list[dict[str, Any]] | dict[str, list[Any]] | None:
     """Find the table in structured data: records, columns, or one wrapped level of either."""
     if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         return data
@@ -260,7 +260,7 @@ class ToolResult:
         """The tabular part of `data` as a DataFrame (records, columns, or `{"rows": [...]}`)."""
         import pandas as pd
 
-        table = _records(self.data)
+        table = find_table(self.data)
         if table is None:
             raise ToolError(f"Result of tool '{self.identifier.name}' has no tabular data to convert")
         return pd.DataFrame(table)
@@ -326,7 +326,7 @@ class ToolResult:
         color = "#b00020" if self.is_error else "#1b5e20"
         out = [f"<div><div style='color:{color}'><b>{_esc(self._summary())}</b></div>"]
         data = self.raw.structured_content
-        table = _records(data) if data is not None else None
+        table = find_table(data) if data is not None else None
         if isinstance(table, list) and table:
             cols = list(dict.fromkeys(k for r in table[:200] for k in r))
             head = "".join(f"<th>{_esc(c)}</th>" for c in cols)

@@ -85,7 +85,8 @@ def resolve(spec: Any, root: dict[str, Any]) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
-def _example(spec: Any, root: dict[str, Any], depth: int) -> Any:
+def example_value(spec: Any, root: dict[str, Any], depth: int) -> Any:
+    """An example value for a schema (its default or const, else the first option or a typed blank)."""
     spec = resolve(spec, root)
     for key in ("default", "const"):
         if key in spec:
@@ -98,9 +99,9 @@ def _example(spec: Any, root: dict[str, Any], depth: int) -> Any:
         options = [resolve(o, root) for o in spec.get(key) or []]
         options = [o for o in options if o.get("type") != "null"]
         if options:
-            return _example(options[0], root, depth)
+            return example_value(options[0], root, depth)
     if isinstance(spec.get("allOf"), list) and spec["allOf"]:
-        return _example(spec["allOf"][0], root, depth)
+        return example_value(spec["allOf"][0], root, depth)
     kind = spec.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
@@ -109,9 +110,9 @@ def _example(spec: Any, root: dict[str, Any], depth: int) -> Any:
             return {}
         required = set(spec.get("required") or [])
         props = spec.get("properties") or {}
-        return {name: _example(p, root, depth + 1) for name, p in props.items() if name in required}
+        return {name: example_value(p, root, depth + 1) for name, p in props.items() if name in required}
     if kind == "array":
-        return [_example(spec.get("items", {}), root, depth + 1)] if depth <= 4 else []
+        return [example_value(spec.get("items", {}), root, depth + 1)] if depth <= 4 else []
     return {"string": "text", "integer": 0, "number": 0.0, "boolean": False, "null": None}.get(kind or "", "value")
 
 
@@ -122,5 +123,5 @@ def example_arguments(tool: ToolInfo) -> tuple[dict[str, Any], dict[str, Any]]:
     req: dict[str, Any] = {}
     opt: dict[str, Any] = {}
     for name, spec in tool.parameters.items():
-        (req if name in required else opt)[name] = _example(spec, schema, 1)
+        (req if name in required else opt)[name] = example_value(spec, schema, 1)
     return req, opt

@@ -27,6 +27,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.shared.subscriptions import ToolsListChanged
 
+from workbench_magic.core import ToolsChanged
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.identifiers import parse_identifier
 from workbench_magic.manager import Workbench
@@ -36,6 +37,8 @@ logger = logging.getLogger("workbench_magic.server")
 
 Mode = Literal["proxy", "dynamic"]
 MAX_TOOL_NAME = 64
+SERVE_HISTORY_LIMIT = 1_000
+"""`serve` runs for days: it keeps fewer calls in its history than a notebook."""
 
 _STRING = {"type": "string", "minLength": 1}
 _TOOLBOX_ARG = {
@@ -190,9 +193,12 @@ class WorkbenchServer(MCPServer):
         self.mode: Mode = mode
         self._dynamic: dict[str, ToolInfo] = {}
         self._server_loop: asyncio.AbstractEventLoop | None = None
-        self._legacy_sessions: list[Any] = []
+        # Handshake-era client connections to tell of tool-list changes, by identity; each one
+        # leaves when its connection closes.
+        self._legacy: dict[int, Any] = {}
+        self._unsubscribe: Callable[[], None] | None = None
         if mode == "dynamic":
-            workbench.tool_listeners.append(self._downstream_tools_changed)
+            self._unsubscribe = workbench.subscribe(self._downstream_event)
             self._advertise_list_changed()
 
     def _advertise_list_changed(self) -> None:
@@ -327,15 +333,17 @@ class WorkbenchServer(MCPServer):
     async def _tools_changed(self) -> None:
         """Tell every client: 2026-07-28 subscribers through the bus, handshake-era sessions directly."""
         await self._subscriptions.publish(ToolsListChanged())
-        alive = []
-        for session in self._legacy_sessions:
+        for key, connection in list(self._legacy.items()):
             try:
-                await session.send_tool_list_changed()
+                await connection.send_tool_list_changed()
             except Exception as exc:
-                logger.debug("dropping a session that cannot be notified: %s", exc)
-                continue
-            alive.append(session)
-        self._legacy_sessions = alive
+                logger.debug("dropping a connection that cannot be notified: %s", exc)
+                self._legacy.pop(key, None)
+
+    @property
+    def legacy_connections(self) -> int:
+        """How many handshake-era client connections are remembered (for leak checks)."""
+        return len(self._legacy)
 
     def _remember(self, context: Context[Any, Any] | None) -> None:
         if self._server_loop is None:
@@ -347,13 +355,31 @@ class WorkbenchServer(MCPServer):
             session = context.request_context.session
         except (ValueError, AttributeError):
             return
-        if version and version < "2026-07-28" and all(s is not session for s in self._legacy_sessions):
-            self._legacy_sessions.append(session)
+        if not version or version >= "2026-07-28":
+            return
+        # The SDK hands each request its own ServerSession; the client connection behind it is
+        # what lives on (and its exit stack is unwound when it closes). The SDK has no public
+        # accessor for it yet.
+        connection = getattr(session, "_connection", None)
+        stack = getattr(connection, "exit_stack", None)
+        if connection is None or stack is None or id(connection) in self._legacy:
+            return
+        key = id(connection)
+        self._legacy[key] = connection
+        stack.callback(self._legacy.pop, key, None)
 
-    def _downstream_tools_changed(self, toolbox: str, server: str) -> None:
+    def _downstream_event(self, event: Any) -> None:
         """A downstream server's tools changed (workbench loop thread): re-register on the server loop."""
+        if not isinstance(event, ToolsChanged):
+            return
         if self._server_loop is not None and not self._server_loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self._register(toolbox, changed=True), self._server_loop)
+            asyncio.run_coroutine_threadsafe(self._register(event.toolbox, changed=True), self._server_loop)
+
+    def close(self) -> None:
+        """Stop listening to the workbench."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
 
 
 def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:
@@ -387,7 +413,7 @@ def serve(
 ) -> int:
     """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server."""
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    workbench = Workbench(config=config)
+    workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT)
     server = WorkbenchServer(workbench, mode)
     logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
     if transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
@@ -411,5 +437,6 @@ def serve(
         logger.info("stopping")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        server.close()
         workbench.close_all()
     return 0

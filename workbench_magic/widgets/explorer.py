@@ -1,30 +1,40 @@
 """The explorer: toolboxes -> servers -> tools, a form per tool, calls, results and history.
 
-Core ipywidgets only. Calls run on the workbench loop (`Workbench.submit`), so the kernel stays
-free; progress, results and errors are written into the explorer's own widgets from that loop
-thread (trait updates and `Output.append_*`), never into whatever cell happens to run.
+Core ipywidgets only. Widgets are touched only on the kernel thread: calls run on the workbench
+loop (`Workbench.submit`), and what they report (progress, results, errors) and what the
+workbench announces (tool lists, statuses, closed toolboxes) reaches the explorer through its
+channel, which runs it on the kernel's event loop (or, outside a kernel, when `wait` pumps).
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import html
-import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import ipywidgets as w
 
+from workbench_magic.core import StatusChanged, ToolboxClosed, ToolsChanged
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.manager import OpenedToolbox, Workbench
 from workbench_magic.results import ServerStatus, ToolInfo, status_table_html, tools_table_html
-from workbench_magic.widgets.forms import FormError, SchemaForm
+from workbench_magic.runtime import Channel, LoopChannel, QueueChannel
+from workbench_magic.widgets.forms import FormError, SchemaForm, close_tree
 from workbench_magic.widgets.results import render_error, render_message, render_result
 
 if TYPE_CHECKING:
+    from workbench_magic.core import Event
+
+if TYPE_CHECKING:
     from workbench_magic.results import ToolResult
+
+FORM_CACHE = 32
+"""Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
 
 _BADGES = {
     "readOnlyHint": "read-only",
@@ -57,27 +67,56 @@ def tool_label(tool: ToolInfo) -> str:
     return tool.name + (f"  [{', '.join(marks)}]" if marks else "")
 
 
+def _kernel_channel() -> Channel:
+    """The way to the thread building the explorer: the kernel's event loop when one runs (a
+    cell in ipykernel runs inside it), else a queue that `Explorer.wait` pumps (scripts, tests)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return QueueChannel()
+    return LoopChannel(loop)
+
+
 class Explorer:
     """Browse and call the tools of open toolboxes.
 
     `explorer.widget` is the ipywidgets tree; displaying the explorer shows it (or static HTML /
     text where no widget frontend runs). `explorer.result` is the last result,
     `explorer.copy_as_cell()` the `%%use_tool` cell that reproduces the last call.
+    `close()` closes its widgets and stops listening; `Explorer.of(workbench, toolbox)` is the
+    one explorer of a toolbox, reused by every display and closed when the toolbox closes.
     """
+
+    _shared: ClassVar[weakref.WeakKeyDictionary[Workbench, dict[str | None, Explorer]]] = weakref.WeakKeyDictionary()
 
     def __init__(self, workbench: Workbench | None = None, toolbox: str | None = None) -> None:
         self.workbench = workbench or Workbench.shared()
+        self.home = toolbox
         self.result: ToolResult | None = None
         self.cell: str | None = None
         self.form: SchemaForm | None = None
         self.tool: ToolInfo | None = None
+        self.closed = False
+        self._forms: OrderedDict[str, SchemaForm] = OrderedDict()
         self._future: concurrent.futures.Future[ToolResult] | None = None
         self._last_call: tuple[ToolInfo, dict[str, Any]] | None = None
-        self._settled = threading.Event()
-        self._settled.set()
+        self._settled = True
+        self._updating = False
+        self._channel = _kernel_channel()
         self._build()
         self._listen()
         self.refresh(toolbox)
+
+    @classmethod
+    def of(cls, workbench: Workbench, toolbox: str | None = None) -> Explorer:
+        """The explorer of `toolbox` (None: of everything open), built on first use."""
+        explorers = cls._shared.setdefault(workbench, {})
+        explorer = explorers.get(toolbox)
+        if explorer is None or explorer.closed:
+            explorer = explorers[toolbox] = cls(workbench, toolbox)
+        else:
+            explorer.refresh()
+        return explorer
 
     # ---- construction -----------------------------------------------------------------
     def _build(self) -> None:
@@ -155,65 +194,114 @@ class Explorer:
         return run
 
     def _listen(self) -> None:
-        ref = weakref.WeakMethod(self._tools_changed)
-        listeners = self.workbench.tool_listeners
+        """Hear the workbench's events on its loop thread; handle them on the kernel thread.
 
-        def listener(toolbox: str, server: str) -> None:
-            method = ref()
-            if method is None:
-                listeners.remove(listener)
+        The subscription holds the explorer weakly: an explorer nobody holds is collected, and
+        its subscription ends with it.
+        """
+        ref = weakref.ref(self)
+        channel = self._channel
+
+        def on_event(event: Event) -> None:
+            if ref() is not None:
+                channel.post(lambda: _deliver(ref, event))
+
+        self._unsubscribe = self.workbench.subscribe(on_event)
+        self._finalizer = weakref.finalize(self, self._unsubscribe)
+
+    def _on_event(self, event: Event) -> None:
+        if self.closed:
+            return
+        if isinstance(event, ToolboxClosed):
+            if event.toolbox == self.home:
+                self.close()
             else:
-                method(toolbox, server)
+                self.refresh()
+        elif isinstance(event, ToolsChanged | StatusChanged):
+            if event.toolbox == self.toolbox_select.value:
+                self._on_toolbox()
+            elif self.workbench.is_open(event.toolbox) != (event.toolbox in self.toolbox_select.options):
+                self.refresh()
 
-        listeners.append(listener)
+    def close(self) -> None:
+        """Stop listening and close every widget (a displayed explorer goes blank)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._finalizer()
+        if self._future is not None and not self._future.done():
+            self._future.cancel()
+        for form in self._forms.values():
+            form.close()
+        self._forms.clear()
+        close_tree(self.widget, self.cell_text)
+        explorers = self._shared.get(self.workbench, {})
+        if explorers.get(self.home) is self:
+            del explorers[self.home]
 
     # ---- navigation -------------------------------------------------------------------
     def refresh(self, toolbox: str | None = None) -> None:
         """Re-read toolboxes, servers and tools (keeps the current selection where it can)."""
+        if self.closed:
+            return
         opened = [tb.name for tb in self.workbench.toolboxes() if tb.open]
         keep = toolbox or self.toolbox_select.value
-        self.toolbox_select.options = opened
-        if keep in opened:
-            self.toolbox_select.value = keep
-        elif opened:
-            self.toolbox_select.value = opened[0]
+        self._set_options(self.toolbox_select, opened, keep if keep in opened else (opened[0] if opened else None))
         self._on_toolbox()
         self._render_history()
 
+    def _set_options(self, select: Any, options: list[Any], value: Any) -> None:
+        """Replace a selection's options and value without firing our observers in between
+        (ipywidgets selects the first option on every change of `options`)."""
+        self._updating = True
+        try:
+            if list(select.options) != options:
+                select.options = options
+            if select.value != value:
+                select.value = value
+        finally:
+            self._updating = False
+
     def _on_toolbox(self, change: Any = None) -> None:
+        if self._updating:
+            return
         name = self.toolbox_select.value
         if not name or not self.workbench.is_open(name):
-            self.server_select.options = []
+            self._set_options(self.server_select, [], None)
             self.server_info.value = "<i>No toolbox is open: %workbench open NAME</i>"
             self._on_server()
             return
-        servers = self.workbench.opened(name).servers
+        servers = self.workbench.toolbox_state(name).servers
         keep = self.server_select.value
-        self.server_select.options = [(server_label(st), s) for s, st in servers.items()]
-        if keep in servers:
-            self.server_select.value = keep
-        elif servers:
-            self.server_select.value = next(iter(servers))
+        value = keep if keep in servers else next(iter(servers), None)
+        self._set_options(self.server_select, [(server_label(st), s) for s, st in servers.items()], value)
         self._on_server()
 
     def _server_status(self) -> ServerStatus | None:
         toolbox, server = self.toolbox_select.value, self.server_select.value
         if not toolbox or not server or not self.workbench.is_open(toolbox):
             return None
-        return self.workbench.opened(toolbox).servers.get(server)
+        return self.workbench.toolbox_state(toolbox).servers.get(server)
+
+    def _server_tools(self, status: ServerStatus) -> tuple[ToolInfo, ...]:
+        if not status.connected or not self.workbench.is_open(status.toolbox):
+            return ()
+        return self.workbench.toolbox_state(status.toolbox).tools.get(status.name, ())
 
     def _on_server(self, change: Any = None) -> None:
+        if self._updating:
+            return
         status = self._server_status()
         if status is None:
-            self.tool_select.options = []
+            self._set_options(self.tool_select, [], None)
             self._on_tool()
             return
         self.server_info.value = self._server_html(status)
-        tools = self.workbench.tools(f"{status.toolbox}/{status.name}") if status.connected else []
+        tools = self._server_tools(status)
         keep = self.tool_select.value
-        self.tool_select.options = [(tool_label(t), t.name) for t in tools]
         names = [t.name for t in tools]
-        self.tool_select.value = keep if keep in names else (names[0] if names else None)
+        value = keep if keep in names else (names[0] if names else None)
+        self._set_options(self.tool_select, [(tool_label(t), t.name) for t in tools], value)
         self._on_tool()
 
     @staticmethod
@@ -227,11 +315,13 @@ class Explorer:
         )
 
     def _on_tool(self, change: Any = None) -> None:
+        if self._updating:
+            return
         status = self._server_status()
         name = self.tool_select.value
         tool = None
-        if status is not None and status.connected and name:
-            tool = next((t for t in self.workbench.tools(f"{status.toolbox}/{status.name}") if t.name == name), None)
+        if status is not None and name:
+            tool = next((t for t in self._server_tools(status) if t.name == name), None)
         self.tool = tool
         if tool is None:
             self.tool_info.value = ""
@@ -247,9 +337,32 @@ class Explorer:
             f"<div><b><code>{_esc(tool.path)}</code></b>{marks}</div>"
             f"<div style='white-space:pre-wrap;color:#444'>{_esc((tool.description or '').strip())}</div>"
         )
-        self.form = SchemaForm(tool.input_schema)
-        self.form_box.children = (self.form.widget,)
+        form = self._form_for(tool)
+        if form is not self.form:
+            self.form = form
+            self.form_box.children = (form.widget,)
         self.call_button.disabled = self._future is not None and not self._future.done()
+
+    def _form_for(self, tool: ToolInfo) -> SchemaForm:
+        """The tool's form, kept across selections and tool-list changes while its schema stays;
+        a changed schema gets a new form holding the old values where they still fit."""
+        form = self._forms.pop(tool.path, None)
+        if form is not None and form.schema != tool.input_schema:
+            old = form
+            form = SchemaForm(tool.input_schema)
+            try:
+                form.set_value(old.value)
+            except WorkbenchError:
+                pass
+            old.close()
+        if form is None:
+            form = SchemaForm(tool.input_schema)
+        self._forms[tool.path] = form
+        while len(self._forms) > FORM_CACHE:
+            _, evicted = self._forms.popitem(last=False)
+            if evicted is not self.form:
+                evicted.close()
+        return form
 
     def select(self, path: str) -> ToolInfo:
         """Select `toolbox/server/tool` (what clicking through the lists does)."""
@@ -261,10 +374,6 @@ class Explorer:
         self.tool_select.value = tool.name
         assert self.tool is not None
         return self.tool
-
-    def _tools_changed(self, toolbox: str, server: str) -> None:
-        if toolbox == self.toolbox_select.value:
-            self._on_toolbox()
 
     def _reconnect(self) -> None:
         status = self._server_status()
@@ -299,13 +408,17 @@ class Explorer:
         self.call_button.disabled = True
         self.cancel_button.disabled = False
         started = time.perf_counter()
-        self._settled.clear()
-        future = self.workbench.submit(tool.identifier, arguments, progress=self._on_progress)
+        self._settled = False
+        channel = self._channel
+        future = self.workbench.submit(tool.identifier, arguments, progress=self._on_progress, channel=channel)
         self._future = future
-        future.add_done_callback(lambda f: self._finished(f, tool, started))
+        # done-callbacks run on the loop thread: the outcome is shown from the kernel thread
+        future.add_done_callback(lambda f: channel.post(lambda: self._finished(f, tool, started)))
         return future
 
     def _on_progress(self, value: float, total: float | None, message: str | None) -> None:
+        if self.closed:
+            return
         if total:
             self.progress.value = min(1.0, value / total)
             self.progress_label.value = f"{value:g}/{total:g} {message or ''}".strip()
@@ -315,9 +428,10 @@ class Explorer:
 
     def _finished(self, future: concurrent.futures.Future[ToolResult], tool: ToolInfo, started: float) -> None:
         try:
-            self._show_outcome(future, tool, time.perf_counter() - started)
+            if not self.closed:
+                self._show_outcome(future, tool, time.perf_counter() - started)
         finally:
-            self._settled.set()
+            self._settled = True
 
     def _show_outcome(self, future: concurrent.futures.Future[ToolResult], tool: ToolInfo, elapsed: float) -> None:
         self.cancel_button.disabled = True
@@ -347,9 +461,32 @@ class Explorer:
             self._future.cancel()
 
     def wait(self, timeout: float | None = None) -> ToolResult | None:
-        """Block until the running call ends and is shown (for scripts and tests); returns `result`."""
-        self._settled.wait(timeout)
+        """Block until the running call ends and is shown (for scripts and tests); returns `result`.
+
+        Outside a kernel this thread runs what the workbench posted to the explorer meanwhile.
+        """
+        self.wait_until(lambda: self._settled, timeout)
         return self.result
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Run posted updates until `condition()` holds (True) or `timeout` passes (False).
+
+        For scripts and tests: in a kernel, updates arrive on the kernel's event loop by themselves.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        channel = self._channel
+        while True:
+            if isinstance(channel, QueueChannel):
+                channel.drain()
+            if condition():
+                return True
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            if isinstance(channel, QueueChannel):
+                channel.run_next(0.5 if remaining is None else min(0.5, remaining))
+            else:
+                time.sleep(0.01)  # in a kernel, updates need the event loop this thread is blocking
 
     def copy_as_cell(self) -> str:
         """The `%%use_tool` cell reproducing the last call (also shown under the result)."""
@@ -369,9 +506,8 @@ class Explorer:
         return self.cell
 
     def _render_history(self) -> None:
-        self.history_pane.value = (
-            self.workbench.history._repr_html_() if self.workbench.history else "<i>No calls yet</i>"
-        )
+        history = self.workbench.history
+        self.history_pane.value = history._repr_html_() if history else "<i>No calls yet</i>"
 
     # ---- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -409,11 +545,24 @@ class Explorer:
         return bundle
 
 
+def _deliver(ref: weakref.ref[Explorer], event: Event) -> None:
+    explorer = ref()
+    if explorer is not None:
+        explorer._on_event(event)
+
+
 class ExploredToolbox(OpenedToolbox):
-    """What `%workbench open` returns: an `OpenedToolbox` that displays as the explorer."""
+    """What `%workbench open` returns: an `OpenedToolbox` that displays as the explorer.
+
+    Every display shows the toolbox's one explorer (`Explorer.of`), not a new one.
+    """
+
+    @property
+    def explorer(self) -> Explorer:
+        return Explorer.of(self.workbench, self.name)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        explorer = Explorer(self.workbench, self.name)
+        explorer = self.explorer
         bundle = explorer._repr_mimebundle_()
         bundle["text/plain"] = repr(self)
         bundle["text/html"] = self._repr_html_()

@@ -768,9 +768,9 @@ class JsonField(Field):
     def _build(self) -> widgets.Widget:
         placeholder = ""
         try:
-            from workbench_magic.schema import _example
+            from workbench_magic.schema import example_value
 
-            placeholder = json.dumps(_example(self.schema, self._context.root, 1), ensure_ascii=False)
+            placeholder = json.dumps(example_value(self.schema, self._context.root, 1), ensure_ascii=False)
         except Exception:  # a schema the example helper does not understand: no placeholder
             placeholder = "JSON"
         object_like = self.schema.get("type") in ("object", "array") or "properties" in self.schema
@@ -878,6 +878,35 @@ def _make_field(
 
 
 # ---- the form ----------------------------------------------------------------------------
+
+
+def close_tree(*roots: widgets.Widget) -> int:
+    """Close widgets and every widget they hold (children, layouts, styles); how many closed.
+
+    ipywidgets keeps every open widget alive in a registry until it is closed, so widgets that
+    are dropped without this stay in the kernel (and in the front end) for good.
+    """
+    seen: set[int] = set()
+    stack = list(roots)
+    found: list[widgets.Widget] = []
+    while stack:
+        widget = stack.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        found.append(widget)
+        for name in widget.keys:
+            value = getattr(widget, name, None)
+            if isinstance(value, widgets.Widget):
+                stack.append(value)
+            elif isinstance(value, list | tuple):
+                stack.extend(v for v in value if isinstance(v, widgets.Widget))
+    closed = 0
+    for widget in found:
+        if widget.comm is not None:
+            closed += 1
+        widget.close()
+    return closed
 
 
 class SchemaForm:
@@ -1027,6 +1056,10 @@ class SchemaForm:
                 return
             self._show_error("")
             self._show("Form")
+
+    def close(self) -> None:
+        """Close every widget of the form (both modes)."""
+        close_tree(self.widget, self.fields_box, self.json_text)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The widget, with static fallbacks for frontends without widgets (never a bare `VBox(...)`)."""

@@ -147,9 +147,9 @@ def _render_result(out: _Pending, result: Any, output_schema: dict[str, Any] | N
         return
     data = result.structured_content
     if data is not None:
-        from workbench_magic.results import _records
+        from workbench_magic.results import find_table
 
-        table = _records(data)
+        table = find_table(data)
         if isinstance(table, list):
             _show(out, records_table_html(table), repr(table))
         _show(out, f"<div class='wb-json'>{json_tree_html(data)}</div>", json.dumps(data))

@@ -1,0 +1,399 @@
+"""The async core: toolbox registry, lifecycles, lookups, calls and history.
+
+Everything here runs on the workbench loop thread, which owns every mutable thing: the
+registry of opened toolboxes, their connections and the call history. Other threads read
+`Core.state`, an immutable snapshot that is replaced (never changed) after every change, or
+ask the loop (`LoopThread.ask`). Subscribers hear of changes as events, on the loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from workbench_magic.connection import Connection, describe_exception
+from workbench_magic.errors import (
+    CallTimeoutError,
+    ConnectError,
+    NotFoundError,
+    ServerNotFoundError,
+    ToolError,
+    ToolNotFoundError,
+    WorkbenchError,
+)
+from workbench_magic.masking import mask, mask_value
+from workbench_magic.results import CallRecord, ServerStatus, ToolInfo, ToolResult
+from workbench_magic.runtime import current_channel, leaf_exception
+
+if TYPE_CHECKING:
+    from workbench_magic.config import WorkbenchConfig
+    from workbench_magic.connection import ProgressCallback
+    from workbench_magic.identifiers import ToolIdentifier
+
+T = TypeVar("T")
+logger = logging.getLogger("workbench_magic")
+
+
+# ---- what other threads see -------------------------------------------------------------------
+@dataclass(frozen=True)
+class BoxState:
+    """An immutable snapshot of one registered toolbox.
+
+    `open` is False when its last open connected no server (the servers' reasons stay visible).
+    """
+
+    name: str
+    description: str
+    open: bool
+    servers: Mapping[str, ServerStatus]
+    tools: Mapping[str, tuple[ToolInfo, ...]]
+
+    def all_tools(self) -> list[ToolInfo]:
+        return [t for tools in self.tools.values() for t in tools]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The workbench's settings as the loop sees them (replaced whole when a trait changes)."""
+
+    timeout: float = 60.0
+    connect_timeout: float = 30.0
+    validate_arguments: bool = True
+    history_limit: int = 10_000
+
+
+@dataclass(frozen=True)
+class ToolsChanged:
+    """A server's tool list changed and was fetched again."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class StatusChanged:
+    """A server of a toolbox changed status (connecting, connected, failed, ...)."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class ToolboxClosed:
+    """A toolbox was closed: its connections ended."""
+
+    toolbox: str
+
+
+Event = ToolsChanged | StatusChanged | ToolboxClosed
+Subscriber = Callable[[Event], None]
+
+
+@dataclass(eq=False)
+class _Box:
+    name: str
+    description: str
+    connections: dict[str, Connection]
+    open: bool = False
+    state: BoxState | None = field(default=None, repr=False)
+
+
+def _strip(message: str, prefix: str) -> str:
+    return message[len(prefix) :] if message.startswith(prefix) else message
+
+
+# ---- the core -----------------------------------------------------------------------------------
+class Core:
+    """Registry, lifecycles, lookups, calls and history of one `Workbench` (loop thread only)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.state: Mapping[str, BoxState] = MappingProxyType({})
+        self._boxes: dict[str, _Box] = {}
+        self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
+        self._subscribers: tuple[Subscriber, ...] = ()
+
+    # ---- settings, subscribers, snapshots -----------------------------------------------------
+    def set_options(self, options: Options) -> None:
+        if options.history_limit != self._history.maxlen:
+            self._history = deque(self._history, maxlen=max(0, options.history_limit))
+        self.options = options
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers = (*self._subscribers, subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers = tuple(s for s in self._subscribers if s is not subscriber)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def _emit(self, event: Event) -> None:
+        for subscriber in self._subscribers:
+            try:
+                subscriber(event)
+            except Exception:
+                logger.exception("workbench subscriber failed")
+
+    def _publish(self, box: _Box) -> None:
+        """Replace the snapshot of `box` (copy on write: readers keep the mapping they hold)."""
+        conns = box.connections
+        box.state = BoxState(
+            name=box.name,
+            description=box.description,
+            open=box.open,
+            servers=MappingProxyType({s: c.snapshot() for s, c in conns.items()}),
+            tools=MappingProxyType({s: c.tools for s, c in conns.items() if c.status == "connected"}),
+        )
+        states = {name: b.state for name, b in self._boxes.items() if b.state is not None}
+        self.state = MappingProxyType(states)
+
+    def _unpublish(self, name: str) -> None:
+        self.state = MappingProxyType({n: s for n, s in self.state.items() if n != name})
+
+    def _connection_changed(self, conn: Connection) -> None:
+        box = self._boxes.get(conn.toolbox)
+        if box is not None and box.connections.get(conn.name) is conn:
+            self._publish(box)
+            self._emit(StatusChanged(conn.toolbox, conn.name))
+
+    def _tools_changed(self, conn: Connection) -> None:
+        box = self._boxes.get(conn.toolbox)
+        if box is not None and box.connections.get(conn.name) is conn:
+            self._emit(ToolsChanged(conn.toolbox, conn.name))
+
+    def history(self) -> list[CallRecord]:
+        return list(self._history)
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    async def open(self, name: str, settings: WorkbenchConfig, *, force: bool = True) -> BoxState:
+        """Connect every server of a toolbox, concurrently.
+
+        Raises `ConnectError` when no server connected; the toolbox then stays registered (its
+        servers' reasons and logs visible) but is not open. `force=False` honours the backoff
+        of servers that failed before (what implicit opens by calls use).
+        """
+        box = self._boxes.get(name)
+        if box is None:
+            cfg = settings.toolbox(name)
+            options = self.options
+            box = _Box(name, cfg.description, {})
+            box.connections = {
+                server: Connection(
+                    name,
+                    server,
+                    scfg,
+                    connect_timeout=options.connect_timeout,
+                    on_change=self._connection_changed,
+                    on_tools_changed=self._tools_changed,
+                )
+                for server, scfg in cfg.mcp_servers.items()
+            }
+            self._boxes[name] = box
+            self._publish(box)
+        conns = list(box.connections.values())
+        results: list[Any] = []
+        try:
+            results = await asyncio.gather(*(c.start(force=force) for c in conns), return_exceptions=True)
+        finally:
+            if self._boxes.get(name) is box:
+                box.open = not conns or any(c.status == "connected" for c in conns)
+                self._publish(box)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result
+        if not box.open:
+            reasons = "; ".join(f"server '{c.name}': {self._reason(c, r)}" for c, r in zip(conns, results, strict=True))
+            raise ConnectError(f"Failed to open toolbox '{name}': no server connected ({reasons})")
+        assert box.state is not None
+        return box.state
+
+    @staticmethod
+    def _reason(conn: Connection, result: Any) -> str:
+        text = str(result) if isinstance(result, Exception) else conn.error or conn.status
+        if not isinstance(result, WorkbenchError) and isinstance(result, Exception):
+            text = describe_exception(result)
+        return _strip(text, f"Failed to connect to server '{conn.name}' in toolbox '{conn.toolbox}': ")
+
+    async def close(self, names: Iterable[str], settings: WorkbenchConfig) -> None:
+        """Close toolboxes: every connection ends, every child process exits."""
+        names = list(names)
+        for name in names:
+            if name not in self._boxes:
+                settings.toolbox(name)  # raises the not-found error for unknown names
+        boxes = [self._boxes.pop(n) for n in names if n in self._boxes]
+        for box in boxes:
+            self._unpublish(box.name)
+        await asyncio.gather(*(c.close() for b in boxes for c in b.connections.values()), return_exceptions=True)
+        for box in boxes:
+            self._emit(ToolboxClosed(box.name))
+
+    async def close_all(self) -> None:
+        boxes = list(self._boxes.values())
+        self._boxes.clear()
+        self.state = MappingProxyType({})
+        await asyncio.gather(*(c.close() for b in boxes for c in b.connections.values()), return_exceptions=True)
+        for box in boxes:
+            self._emit(ToolboxClosed(box.name))
+
+    async def reconnect(self, toolbox: str, server: str | None, settings: WorkbenchConfig) -> BoxState:
+        """Restart one server or every server of a toolbox (opening it when it is not open)."""
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            return await self.open(toolbox, settings)
+        conns = [self.connection(toolbox, server)] if server else list(box.connections.values())
+        await asyncio.gather(*(c.restart() for c in conns), return_exceptions=True)
+        box.open = any(c.status == "connected" for c in box.connections.values())
+        self._publish(box)
+        assert box.state is not None
+        return box.state
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def box(self, name: str, settings: WorkbenchConfig) -> _Box:
+        box = self._boxes.get(name)
+        if box is None or not box.open:
+            settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
+            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+        return box
+
+    def connection(self, toolbox: str, server: str) -> Connection:
+        box = self._boxes.get(toolbox)
+        conn = box.connections.get(server) if box is not None else None
+        if conn is None:
+            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+        return conn
+
+    async def connection_opening(self, toolbox: str, server: str, settings: WorkbenchConfig) -> Connection:
+        """The connection, opening its toolbox first if it is configured but not open."""
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            cfg = settings.toolbox(toolbox)
+            if server not in cfg.mcp_servers:
+                raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+            await self.open(toolbox, settings, force=False)
+        return self.connection(toolbox, server)
+
+    async def connections(self, toolbox: str | None, server: str | None, settings: WorkbenchConfig) -> list[Connection]:
+        """Connections of every open toolbox, of one toolbox (opened if needed), or one server."""
+        if toolbox is None:
+            return [c for b in self._boxes.values() if b.open for c in b.connections.values()]
+        if server is not None:
+            return [await self.connection_opening(toolbox, server, settings)]
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            await self.open(toolbox, settings, force=False)
+        return list(self.box(toolbox, settings).connections.values())
+
+    @staticmethod
+    def tool_of(conn: Connection, ident: ToolIdentifier) -> ToolInfo:
+        for tool in conn.tools:
+            if tool.name == ident.name:
+                return tool
+        raise ToolNotFoundError(f"Tool '{ident.name}' not found in server '{ident.server}' (toolbox '{ident.toolbox}')")
+
+    def logs(self, toolbox: str, server: str) -> str:
+        return self.connection(toolbox, server).logs()
+
+    # ---- calls ------------------------------------------------------------------------------
+    async def call(
+        self,
+        ident: ToolIdentifier,
+        args: dict[str, Any],
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        settings: WorkbenchConfig,
+        validate: Callable[[ToolInfo, dict[str, Any]], None] | None,
+    ) -> ToolResult:
+        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one."""
+        from mcp import MCPError
+
+        conn = await self.connection_opening(ident.toolbox, ident.server, settings)
+        await conn.ensure_connected()
+        tool = self.tool_of(conn, ident)
+        if validate is not None and self.options.validate_arguments:
+            validate(tool, args)
+        limit = timeout if timeout is not None else conn.config.timeout or self.options.timeout
+        started = time.time()
+        t0 = time.perf_counter()
+        prefix = f"Error executing tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}')"
+        error: WorkbenchError | None = None
+        try:
+            raw = await conn.call_tool(ident.name, args, timeout=limit, progress=_to_caller(progress))
+        except TimeoutError:
+            error = CallTimeoutError(f"{prefix}: timed out after {limit:g} s (cancelled on the server)")
+        except MCPError as exc:
+            from mcp_types import CONNECTION_CLOSED
+
+            if exc.code == CONNECTION_CLOSED:
+                conn.connection_lost()
+                error = ToolError(f"{prefix}: connection closed")
+            else:
+                error = ToolError(f"{prefix}: {describe_exception(exc)}")
+        except WorkbenchError as exc:
+            error = exc
+        except asyncio.CancelledError:
+            self._record(ident, args, started, t0, False, "cancelled", conn.secrets)
+            raise
+        except Exception as exc:
+            leaf = leaf_exception(exc)
+            if isinstance(leaf, TimeoutError):
+                error = CallTimeoutError(f"{prefix}: timed out after {limit:g} s (cancelled on the server)")
+            else:
+                error = ToolError(f"{prefix}: {describe_exception(leaf)}")
+        secrets = conn.secrets
+        if error is not None:
+            if secrets:
+                error.args = (mask(str(error), secrets),)
+            self._record(ident, args, started, t0, False, str(error), secrets)
+            raise error
+        elapsed = time.perf_counter() - t0
+        result = ToolResult(identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets)
+        failed = result.error_message() if result.is_error else None
+        self._record(ident, args, started, t0, not result.is_error, failed, secrets)
+        return result
+
+    def _record(
+        self,
+        ident: ToolIdentifier,
+        args: dict[str, Any],
+        started: float,
+        t0: float,
+        ok: bool,
+        error: str | None,
+        secrets: frozenset[str] = frozenset(),
+    ) -> None:
+        if secrets:
+            args = mask_value(args, secrets)
+            error = mask(error, secrets) if error else error
+        self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error))
+
+
+def _to_caller(progress: ProgressCallback | None) -> ProgressCallback | None:
+    """Progress for the caller's thread: through its channel when it has one, else on the loop."""
+    channel = current_channel.get()
+    if progress is None or channel is None:
+        return progress
+    callback = progress
+
+    def post(value: float, total: float | None, message: str | None) -> None:
+        channel.post(lambda: callback(value, total, message))
+
+    return post
+
+
+async def short_errors(coro: Coroutine[Any, Any, T]) -> T:
+    """SDK and transport failures of resource/prompt requests as one-line `WorkbenchError`s."""
+    try:
+        return await coro
+    except (WorkbenchError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        error = WorkbenchError(describe_exception(exc))
+    raise error
