@@ -186,3 +186,43 @@ def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
             time.sleep(0.05)
     finally:
         k.shutdown()
+
+
+def test_elicitation_asks_the_person_with_input_in_a_kernel(tmp_path: Path) -> None:
+    """A sync %%use_tool asks field by field on the kernel's stdin; the test types the answers."""
+    from conftest import PYTHON, SERVERS
+
+    config = write_config(
+        tmp_path / "workbench-config.json",
+        {"toolboxes": {"t": toolbox({"cs": {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}})}},
+    )
+    k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
+    try:
+        reply, _ = k.execute("%load_ext workbench_magic\n%workbench open t")
+        assert reply["status"] == "ok"
+        msg_id = k.kc.execute("%%use_tool t/cs/ask_person\nmessage: Who is there?", allow_stdin=True)
+        prompts = []
+        for answer in ("Ada", "x", "36", "blue", "y"):
+            request = k.kc.get_stdin_msg(timeout=30)
+            assert request["msg_type"] == "input_request"
+            prompts.append(request["content"]["prompt"])
+            k.kc.input(answer)
+        reply = k.kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        out = text_of(k.drain(msg_id))
+        assert prompts[0] == "  Name (string) - Your name: "  # the schema's title and description
+        assert prompts[1].startswith("  Age (integer, optional)") and prompts[2] == prompts[1]  # "x" is asked again
+        assert prompts[3].startswith("  Color (red/green/blue, optional)") and prompts[3].endswith("[green]: ")
+        assert prompts[4].startswith("  Subscribe (y/n, optional)")
+        assert "t/cs asks: Who is there?" in out and "expected a whole number; try again" in out
+        assert '"action": "accept"' in out and '"name": "Ada"' in out and '"age": 36' in out
+        assert '"color": "blue"' in out and '"subscribe": true' in out
+        # an empty answer to a required field declines
+        msg_id = k.kc.execute("%use_tool t/cs/ask_person", allow_stdin=True)
+        assert k.kc.get_stdin_msg(timeout=30)["msg_type"] == "input_request"
+        k.kc.input("")
+        reply = k.kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "ok"
+        assert '"action": "decline"' in text_of(k.drain(msg_id))
+    finally:
+        k.shutdown()

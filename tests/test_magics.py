@@ -284,3 +284,51 @@ def test_open_with_no_server_connected_is_one_line(make_workbench, monkeypatch, 
         assert run(shell, "%workbench open empty").tools == []  # nothing configured, nothing failed
     finally:
         shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+def test_server_warnings_show_on_the_progress_line_and_tab_completes_values(make_workbench, monkeypatch) -> None:
+    from conftest import PYTHON, SERVERS
+
+    server = {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}
+    wb = make_workbench({"toolboxes": {"c": toolbox({"cs": server})}})
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        run(shell, "%workbench open c")
+        import IPython.display as display_module
+
+        shown: list[str] = []
+
+        class Handle:
+            def update(self, obj: Any) -> None:
+                shown.append(repr(obj))
+
+        def fake_display(obj: Any, display_id: bool = False, **_: Any) -> Any:
+            shown.append(repr(obj))
+            return Handle() if display_id else None
+
+        monkeypatch.setattr(display_module, "display", fake_display)
+        assert run(shell, "%%use_tool c/cs/log_at\nmessage: careful").text == "logged"
+        assert shown == ["c/cs warning: careful", "c/cs error: careful"]
+        monkeypatch.undo()
+        monkeypatch.setattr(Workbench, "_shared", wb)
+        from IPython.core.completer import provisionalcompleter
+
+        def complete(text: str) -> list[str]:
+            with provisionalcompleter():
+                return [c.text for c in shell.Completer.completions(text, len(text))]
+
+        assert complete("%workbench prompt c/cs/greet ") == ["language=", "name="]
+        # IPython's token is the text after "=": the completion replaces it
+        assert sorted(complete("%workbench prompt c/cs/greet language=es")) == ["esperanto", "estonian"]
+        assert "city://{country}/{city}" in complete("%workbench read c/cs ")
+        assert sorted(complete("%workbench read c/cs city://{country}/{city} ")) == ["city=", "country="]
+        assert sorted(complete("%workbench read c/cs city://{country}/{city} country=fi")) == ["fiji", "finland"]
+        line = "%workbench read c/cs city://{country}/{city} country=finland city="
+        assert sorted(complete(line)) == ["espoo", "helsinki"]
+        assert run(shell, "%workbench read c/cs city://{country}/{city} country=france city=paris").text == (
+            "paris, france"
+        )
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")

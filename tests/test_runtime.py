@@ -170,10 +170,10 @@ def test_history_is_capped_oldest_first_out(make_workbench) -> None:
 
 
 def test_stderr_log_keeps_its_newest_bytes(make_workbench, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench_magic import connection
+    from workbench_magic import serverlog
 
-    monkeypatch.setattr(connection, "LOG_LIMIT", 20_000)
-    monkeypatch.setattr(connection, "LOG_CHECK_INTERVAL", 0.05)
+    monkeypatch.setattr(serverlog, "LOG_LIMIT", 20_000)
+    monkeypatch.setattr(serverlog, "LOG_CHECK_INTERVAL", 0.05)
     wb = make_workbench({"toolboxes": {"big": toolbox({"s": stdio_server()})}})
     before = {_target(fd) for fd in os.listdir("/proc/self/fd")}
     wb.open("big")

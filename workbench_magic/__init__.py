@@ -5,6 +5,7 @@ Importing this package is cheap: the MCP SDK is imported only when a connection 
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.errors import (
@@ -15,9 +16,11 @@ from workbench_magic.errors import (
     InvalidIdentifierError,
     NotFoundError,
     ServerNotFoundError,
+    TaskRequiredError,
     ToolboxNotFoundError,
     ToolError,
     ToolNotFoundError,
+    UrlElicitationRequired,
     UsageError,
     WorkbenchError,
 )
@@ -28,6 +31,11 @@ if TYPE_CHECKING:
     from workbench_magic.results import ToolInfo, ToolResult
 
 __version__ = "0.1.0"
+
+# A library's loggers stay quiet unless the application configures logging (servers' log
+# messages reach `workbench_magic.server.<toolbox>.<server>`; without this, Python's last-resort
+# handler would print their warnings into whatever cell runs).
+logging.getLogger("workbench_magic").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Workbench": "workbench_magic.manager",
@@ -70,12 +78,14 @@ __all__ = [
     "NotFoundError",
     "OpenedToolbox",
     "ServerNotFoundError",
+    "TaskRequiredError",
     "ToolError",
     "ToolIdentifier",
     "ToolInfo",
     "ToolNotFoundError",
     "ToolResult",
     "ToolboxNotFoundError",
+    "UrlElicitationRequired",
     "UsageError",
     "Workbench",
     "WorkbenchError",

@@ -282,6 +282,7 @@ class ServerConfig(_ConfigModel):
     transport: Transport = "stdio"
     tool_filters: list[str] | None = Field(default=None, alias="toolFilters")
     timeout: float | None = None
+    roots: list[str] | Literal[False] | None = None
 
     _expanded_secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
@@ -326,6 +327,16 @@ class ServerConfig(_ConfigModel):
             else:
                 result[key] = _string(item, 'Fix: quote the value, e.g. "1"', key)
         return result
+
+    @field_validator("roots", mode="before")
+    @classmethod
+    def _check_roots(cls, value: Any) -> Any:
+        if value is None or value is False:
+            return value
+        fix = 'Fix: write "roots": ["~/project", "file:///data"] (paths or file:// URIs), or "roots": false'
+        if not isinstance(value, list | tuple):
+            raise _Invalid(f"must be a list of paths or URIs, or false, got {_jtype(value)}", fix)
+        return [_string(item, fix, i) for i, item in enumerate(value)]
 
     @field_validator("timeout", mode="before")
     @classmethod

@@ -11,132 +11,40 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
-import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from workbench_magic.errors import ConnectError
+from workbench_magic import serverlog
+from workbench_magic.errors import ConnectError, describe_exception, leaf_exception
 from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo
-from workbench_magic.runtime import leaf_exception
+from workbench_magic.runtime import Channel, current_channel
+from workbench_magic.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
+from workbench_magic.subscriptions import ResourceSubscriptions
+from workbench_magic.transports import all_pages, make_transport, sdk_deprecations
 
 if TYPE_CHECKING:
     from mcp import Client
 
+    from workbench_magic.clientside import ClientSide
     from workbench_magic.config import ServerConfig
 
 logger = logging.getLogger("workbench_magic")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
-STDERR_TAIL_LINES = 5
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
-LOG_LIMIT = 10 * 1024 * 1024
-"""Bytes of a server's stderr kept on disk (the newest)."""
-LOG_CHECK_INTERVAL = 5.0
-"""Seconds between checks of a live server's log size."""
-_MARK = "--- workbench: "
-_JUNK_LINES = 3
-_JUNK_CHARS = 120
-_PARSE_FAILURE = "Failed to parse JSONRPC message from server"
 
 
-class _DropParseFailures(logging.Filter):
-    """The SDK logs every stdout line that is not JSON-RPC with a traceback, which would land in
-    whatever notebook cell runs; the connection keeps those lines in the server's log instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != _PARSE_FAILURE
-
-
-_parse_filter = _DropParseFailures()
-
-
-def _junk_line(exc: BaseException) -> str:
-    """The offending stdout line of an SDK parse failure (a pydantic ValidationError), shortened."""
-    errors = getattr(exc, "errors", None)
-    line: object = None
-    if callable(errors):
-        with contextlib.suppress(Exception):
-            line = errors()[0].get("input")
-    text = line if isinstance(line, str) else describe_exception(exc)
-    text = " ".join(text.split())
-    return text if len(text) <= _JUNK_CHARS else text[: _JUNK_CHARS - 3] + "..."
-
-
-def describe_exception(exc: BaseException) -> str:
-    """A short, one-line reason for an exception from the SDK or the transport."""
-    exc = leaf_exception(exc)
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"command not found: {exc.filename}"
-    message = str(getattr(exc, "message", None) or exc).strip()
-    return message.splitlines()[0] if message else type(exc).__name__
-
-
-class StderrLog:
-    """The server's stderr, kept in an append-only temp file (a real fd for the child).
-
-    The child writes to the file directly; `trim` keeps the newest `LOG_LIMIT` bytes (cut at a
-    line start) once the file has grown a fifth past that.
-    """
-
-    def __init__(self, label: str) -> None:
-        self.file = tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace", prefix=f"wb-{label}-")
-        # tempfile opens without O_APPEND ("a" is only Python's own seek): the child and `trim`
-        # must both write at the end of the file, wherever the other left it.
-        with contextlib.suppress(ImportError):  # POSIX; elsewhere the log is not trimmed safely
-            import fcntl
-
-            fd = self.file.fileno()
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-
-    def size(self) -> int:
-        return 0 if self.file.closed else os.fstat(self.file.fileno()).st_size
-
-    def read(self) -> str:
-        """All of it (at most the last `LOG_LIMIT` bytes)."""
-        if self.file.closed:
-            return ""
-        fd = self.file.fileno()
-        size = os.fstat(fd).st_size
-        start = max(0, size - LOG_LIMIT)
-        return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
-
-    def trim(self) -> bool:
-        """Drop the oldest bytes past `LOG_LIMIT`; True when it did."""
-        if self.file.closed:
-            return False
-        fd = self.file.fileno()
-        size = os.fstat(fd).st_size
-        if size <= LOG_LIMIT + LOG_LIMIT // 5:
-            return False
-        keep = os.pread(fd, LOG_LIMIT, size - LOG_LIMIT)
-        newline = keep.find(b"\n")
-        if 0 <= newline < len(keep) - 1:
-            keep = keep[newline + 1 :]
-        # O_APPEND: whatever the child writes meanwhile lands after the kept tail.
-        os.ftruncate(fd, 0)
-        os.write(fd, keep)
-        return True
-
-    def tail(self, lines: int = STDERR_TAIL_LINES) -> str:
-        """The server's last stderr lines, on one line (our own markers left out)."""
-        text = [line for line in self.read().splitlines() if line.strip() and not line.startswith(_MARK)]
-        return " | ".join(line.strip() for line in text[-lines:])
-
-    def mark(self, text: str) -> None:
-        if not self.file.closed:
-            self.file.write(f"{_MARK}{text} ---\n")
-            self.file.flush()
-            self.trim()
-
-    def close(self) -> None:
-        self.file.close()
+@dataclass(eq=False)
+class _InFlight:
+    channel: Channel | None
+    scope: anyio.CancelScope | None
 
 
 class Connection:
@@ -156,6 +64,9 @@ class Connection:
         connect_timeout: float = 30.0,
         on_change: Callable[[Connection], None] | None = None,
         on_tools_changed: Callable[[Connection], None] | None = None,
+        client_side: ClientSide | None = None,
+        sampling: bool = False,
+        log_level: str | None = None,
     ) -> None:
         self.toolbox = toolbox
         self.name = name
@@ -185,6 +96,12 @@ class Connection:
         self._lock: asyncio.Lock | None = None
         self._on_change = on_change
         self._on_tools_changed = on_tools_changed
+        self.client_side = client_side
+        self.sampling = sampling
+        self.log_level = log_level
+        self._in_flight: list[_InFlight] = []
+        self.subscriptions = ResourceSubscriptions(self)
+        self.on_list_changed: Callable[[Connection, str], None] | None = None
 
     # ---- public state ---------------------------------------------------------------
     @property
@@ -208,8 +125,20 @@ class Connection:
         return mask(f"Failed to connect to server '{self.name}' in toolbox '{self.toolbox}': {reason}", self.secrets)
 
     def logs(self) -> str:
-        """Everything the server wrote to stderr, secrets masked."""
+        """Everything the server wrote to stderr and sent as log messages, secrets masked."""
         return mask(self.log.read(), self.secrets)
+
+    def note(self, line: str) -> None:
+        """A log message of the server (`notifications/message`), as one line of its log."""
+        self.log.note(line)
+
+    def caller(self) -> Channel | None:
+        """The channel of whoever waits on this server now: the request being served (its
+        context) or, for requests the SDK serves in a task of its own, the latest call in flight."""
+        channel = current_channel.get()
+        if channel is None:
+            channel = next((e.channel for e in reversed(self._in_flight) if e.channel is not None), None)
+        return channel
 
     def _set(self, status: str, error: str | None = None) -> None:
         self.status = status
@@ -327,29 +256,20 @@ class Connection:
             pass
 
     def _make_client(self) -> Client:
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        from mcp import Client
 
-        stdio_logger = logging.getLogger("mcp.client.stdio")
-        if _parse_filter not in stdio_logger.filters:
-            stdio_logger.addFilter(_parse_filter)
+        install_parse_filter()
+        transport = make_transport(self.config, self.transport, self.log.file, self.connect_timeout)
+        return Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
 
-        cfg = self.config
-        transport: Any
-        if self.transport == "stdio":
-            assert cfg.command is not None
-            params = StdioServerParameters(
-                command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None, cwd=cfg.cwd
-            )
-            transport = stdio_client(params, errlog=self.log.file)
-        elif self.transport == "sse":
-            from mcp.client.sse import sse_client
+    def _client_options(self) -> dict[str, Any]:
+        """Who we are and which client features we offer this server (its capabilities follow)."""
+        from mcp_types import Implementation
 
-            assert cfg.url is not None
-            transport = sse_client(cfg.url, headers=dict(cfg.headers) or None, timeout=self.connect_timeout)
-        else:
-            transport = _http_transport(cfg.url or "", dict(cfg.headers))
-        return Client(transport, message_handler=self._on_message, mode="auto")
+        from workbench_magic import __version__
+
+        info = {"client_info": Implementation(name="workbench-magic", version=__version__)}
+        return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:
         """The owner task: enter the client, publish it, wait for stop, exit the client.
@@ -377,6 +297,7 @@ class Connection:
                     self.instructions = client.instructions
                     self.capabilities = client.server_capabilities
                     await self._refresh_tools()
+                    await self._request_log_level(client)
                     deadline.deadline = math.inf
                     self.connects += 1
                     label = "session"
@@ -385,8 +306,10 @@ class Connection:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._refresher)
                         tg.start_soon(self._keep_log_small)
-                        if self._modern:
+                        if self.modern:
                             tg.start_soon(self._listen)
+                        if self.subscriptions:
+                            tg.start_soon(self.subscriptions.renew)
                         await stop.wait()
                         tg.cancel_scope.cancel()
             if deadline.cancelled_caught and not ready.done():
@@ -412,20 +335,55 @@ class Connection:
         finally:
             if current():
                 self._client = None
+                self.subscriptions.session_ended()
                 if self.status == "connected":
                     self._set("disconnected", "connection closed")
             self.log.mark(f"{label} ended")
 
+    async def _request_log_level(self, client: Client) -> None:
+        """Handshake-era servers that log are asked for `log_level` (2026-07-28 ones get it with
+        every request); a server that does not know the method is left as it is."""
+        if self.modern or not self.log_level or not getattr(self.capabilities, "logging", None):
+            return
+        try:
+            with sdk_deprecations():
+                await client.set_logging_level(self.log_level)  # type: ignore[arg-type]
+        except Exception as exc:
+            logger.debug("logging/setLevel on %s/%s: %s", self.toolbox, self.name, exc)
+
+    def offer_sampling(self, offered: bool) -> None:
+        """Whether the next connect advertises sampling (a live session keeps what it declared)."""
+        self.sampling = offered
+
+    async def roots_changed(self) -> None:
+        """Tell a handshake-era server its roots changed (2026-07-28 servers ask per request)."""
+        client = self._client
+        if client is None or self.status != "connected" or self.modern or self.config.roots is False:
+            return
+        try:
+            with sdk_deprecations():
+                await client.session.send_roots_list_changed()
+        except Exception as exc:
+            logger.debug("roots/list_changed to %s/%s: %s", self.toolbox, self.name, exc)
+
+    async def set_log_level(self, level: str) -> None:
+        """Change the level asked of this server (now on handshake-era connections, at the next
+        connect on 2026-07-28 ones, whose requests carry it)."""
+        self.log_level = level
+        if self._client is not None and self.status == "connected":
+            await self._request_log_level(self._client)
+
     # ---- tools and notifications ----------------------------------------------------
     @property
-    def _modern(self) -> bool:
+    def modern(self) -> bool:
+        """Whether the connection speaks 2026-07-28 (`server/discover`) or later."""
         return bool(self.protocol and self.protocol >= "2026-07-28")
 
     async def _refresh_tools(self) -> None:
         client = self._client
         if client is None:
             return
-        tools = await _all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
+        tools = await all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
         self.all_tool_names = [t.name for t in tools]
         self.tools = tuple(ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name))
 
@@ -450,33 +408,61 @@ class Connection:
 
     async def _keep_log_small(self) -> None:
         while True:
-            await asyncio.sleep(LOG_CHECK_INTERVAL)
+            await asyncio.sleep(serverlog.LOG_CHECK_INTERVAL)
             self.log.trim()
 
     async def _listen(self) -> None:
-        """2026-07-28 connections: tool-list changes arrive on a `subscriptions/listen` stream."""
+        """2026-07-28 connections: list changes arrive on a `subscriptions/listen` stream."""
+        from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+
         client = self._client
-        if client is None or not getattr(self.capabilities, "tools", None):
+        caps = self.capabilities
+        tools, prompts, resources = (bool(getattr(caps, kind, None)) for kind in ("tools", "prompts", "resources"))
+        if client is None or not (tools or prompts or resources):
             return
         try:
-            async with client.listen(tools_list_changed=True) as sub:
-                async for _event in sub:
-                    self._tools_changed()
+            async with client.listen(
+                tools_list_changed=tools, prompts_list_changed=prompts, resources_list_changed=resources
+            ) as sub:
+                async for event in sub:
+                    if isinstance(event, ToolsListChanged):
+                        self._tools_changed()
+                    elif isinstance(event, ResourcesListChanged):
+                        self._list_changed("resources")
+                    elif isinstance(event, PromptsListChanged):
+                        self._list_changed("prompts")
         except Exception as exc:
             logger.debug("listen on %s/%s ended: %s", self.toolbox, self.name, exc)
+
+    def _list_changed(self, what: str) -> None:
+        if self.on_list_changed is not None:
+            self.on_list_changed(self, what)
 
     async def _on_message(self, message: Any) -> None:
         from mcp_types import ToolListChangedNotification
 
         if isinstance(message, Exception):  # a stdout line that is not JSON-RPC; the session goes on
-            line = _junk_line(message)
-            self.stdout_junk = [*self.stdout_junk[-(_JUNK_LINES - 1) :], line]
+            line = junk_line(message)
+            self.stdout_junk = [*self.stdout_junk[-(JUNK_LINES - 1) :], line]
             self.log.mark(f"stdout, not JSON-RPC: {line}")
             return
 
-        # On 2026-07-28 connections the same change also reaches `_listen`: count it there only.
-        if isinstance(message, ToolListChangedNotification) and not self._modern:
+        from mcp_types import (
+            PromptListChangedNotification,
+            ResourceListChangedNotification,
+            ResourceUpdatedNotification,
+        )
+
+        # On 2026-07-28 connections the same events also reach the listen streams (the SDK tees
+        # them): they are acted on there only.
+        if self.modern:
+            return
+        if isinstance(message, ToolListChangedNotification):
             self._tools_changed()
+        elif isinstance(message, ResourceUpdatedNotification):
+            self.subscriptions.updated(str(message.params.uri))
+        elif isinstance(message, ResourceListChangedNotification | PromptListChangedNotification):
+            self._list_changed("resources" if isinstance(message, ResourceListChangedNotification) else "prompts")
 
     # ---- requests -------------------------------------------------------------------
     def client(self) -> Client:
@@ -511,28 +497,76 @@ class Connection:
                 if asyncio.iscoroutine(out):
                     await out
 
-        with anyio.fail_after(timeout if timeout and timeout > 0 else None):
+        with anyio.fail_after(timeout if timeout and timeout > 0 else None) as scope, self._serving(scope):
             return await client.call_tool(
                 name, arguments, progress_callback=on_progress if progress is not None else None
             )
+
+    @contextlib.contextmanager
+    def _serving(self, scope: anyio.CancelScope | None = None) -> Iterator[None]:
+        """Mark a request in flight: server requests that arrive meanwhile reach its caller."""
+        entry = _InFlight(current_channel.get(), scope)
+        self._in_flight.append(entry)
+        try:
+            yield
+        finally:
+            self._in_flight.remove(entry)
+
+    @contextlib.asynccontextmanager
+    async def waiting_on_the_person(self) -> AsyncIterator[None]:
+        """While the person answers, the calls in flight on this server do not time out; their
+        deadlines move on by the time it took."""
+        paused = [(e.scope, e.scope.deadline) for e in self._in_flight if e.scope is not None]
+        for scope, _ in paused:
+            scope.deadline = math.inf
+        started = anyio.current_time()
+        try:
+            yield
+        finally:
+            waited = anyio.current_time() - started
+            for scope, deadline in paused:
+                scope.deadline = deadline + waited
 
     async def list_resources(self) -> list[Any]:
         await self.ensure_connected()
         if not getattr(self.capabilities, "resources", None):
             return []
         client = self.client()
-        return await _all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
+        return await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
 
     async def list_resource_templates(self) -> list[Any]:
         await self.ensure_connected()
         if not getattr(self.capabilities, "resources", None):
             return []
-        page = await self.client().list_resource_templates()
-        return list(page.resource_templates)
+        client = self.client()
+        return await all_pages(
+            lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass"), "resource_templates"
+        )
+
+    async def complete(
+        self, ref: Any, argument: str, value: str, context: dict[str, str] | None, timeout: float
+    ) -> list[str]:
+        """Completion values from the server (none when it does not offer completions)."""
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "completions", None):
+            return []
+        with anyio.fail_after(timeout):
+            result = await self.client().complete(ref, {"name": argument, "value": value}, context or None)
+        return list(result.completion.values)
+
+    # ---- resource subscriptions --------------------------------------------------------
+    async def watch_resource(self, uri: str, on_update: Callable[[], None]) -> None:
+        """Call `on_update()` (loop thread) whenever the server says `uri` changed (again after
+        a reconnect)."""
+        await self.ensure_connected()
+        await self.subscriptions.add(uri, on_update)
+
+    async def unwatch_resource(self, uri: str, on_update: Callable[[], None]) -> None:
+        await self.subscriptions.remove(uri, on_update)
 
     async def read_resource(self, uri: str, timeout: float | None) -> Any:
         await self.ensure_connected()
-        with anyio.fail_after(timeout if timeout and timeout > 0 else None):
+        with anyio.fail_after(timeout if timeout and timeout > 0 else None) as scope, self._serving(scope):
             return await self.client().read_resource(uri)
 
     async def list_prompts(self) -> list[Any]:
@@ -540,39 +574,9 @@ class Connection:
         if not getattr(self.capabilities, "prompts", None):
             return []
         client = self.client()
-        return await _all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
+        return await all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, timeout: float | None) -> Any:
         await self.ensure_connected()
-        with anyio.fail_after(timeout if timeout and timeout > 0 else None):
+        with anyio.fail_after(timeout if timeout and timeout > 0 else None) as scope, self._serving(scope):
             return await self.client().get_prompt(name, arguments)
-
-
-_PAGE_CAP = 1000
-
-
-async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
-    """Every item of a paginated list request (bounded: a paginator that never ends cannot hang)."""
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(_PAGE_CAP):
-        page = await fetch(cursor)
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return items
-
-
-def _http_transport(url: str, headers: dict[str, str]) -> Any:
-    """Streamable HTTP with our own httpx2 client (for headers), closed with the transport."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    @contextlib.asynccontextmanager
-    async def transport() -> Any:
-        async with create_mcp_http_client(headers=headers or None) as http:
-            async with streamable_http_client(url, http_client=http) as streams:
-                yield streams
-
-    return transport()

@@ -17,19 +17,24 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from workbench_magic.connection import Connection, describe_exception
+from workbench_magic.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
+from workbench_magic.connection import Connection
 from workbench_magic.errors import (
     CallTimeoutError,
     ConnectError,
     NotFoundError,
     ServerNotFoundError,
+    TaskRequiredError,
     ToolError,
     ToolNotFoundError,
+    UrlElicitationRequired,
     WorkbenchError,
+    describe_exception,
+    leaf_exception,
 )
 from workbench_magic.masking import mask, mask_value
 from workbench_magic.results import CallRecord, ServerStatus, ToolInfo, ToolResult
-from workbench_magic.runtime import current_channel, leaf_exception
+from workbench_magic.runtime import current_channel
 
 if TYPE_CHECKING:
     from workbench_magic.config import WorkbenchConfig
@@ -60,12 +65,16 @@ class BoxState:
 
 @dataclass(frozen=True)
 class Options:
-    """The workbench's settings as the loop sees them (replaced whole when a trait changes)."""
+    """The workbench's settings as the loop sees them (replaced whole when one changes)."""
 
     timeout: float = 60.0
     connect_timeout: float = 30.0
     validate_arguments: bool = True
     history_limit: int = 10_000
+    sampling_handler: SamplingHandler | None = None
+    elicitation_handler: ElicitationHandler | None = None
+    roots: tuple[str, ...] = ()
+    server_log_level: str = "info"
 
 
 @dataclass(frozen=True)
@@ -118,12 +127,44 @@ class Core:
         self._boxes: dict[str, _Box] = {}
         self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
         self._subscribers: tuple[Subscriber, ...] = ()
+        self.client_side = ClientSide(lambda: self.options, self._record_request)
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
     def set_options(self, options: Options) -> None:
         if options.history_limit != self._history.maxlen:
             self._history = deque(self._history, maxlen=max(0, options.history_limit))
-        self.options = options
+        previous, self.options = self.options, options
+        if options.server_log_level != previous.server_log_level:
+            for box in self._boxes.values():
+                for conn in box.connections.values():
+                    task = asyncio.ensure_future(conn.set_log_level(options.server_log_level))
+                    _background.add(task)
+                    task.add_done_callback(_background.discard)
+        if options.roots != previous.roots:
+            self._roots_changed(list(self._all_connections()))
+        if (options.sampling_handler is None) != (previous.sampling_handler is None):
+            for conn in self._all_connections():
+                conn.offer_sampling(options.sampling_handler is not None)
+
+    def _all_connections(self) -> Iterable[Connection]:
+        return (c for b in self._boxes.values() for c in b.connections.values())
+
+    def set_roots(self, conns: list[Connection], roots: tuple[str, ...] | None) -> None:
+        """Roots for these servers (None: back to the config's or the workbench's)."""
+        for conn in conns:
+            key = (conn.toolbox, conn.name)
+            if roots is None:
+                self.client_side.roots.pop(key, None)
+            else:
+                self.client_side.roots[key] = roots
+        self._roots_changed(conns)
+
+    def _roots_changed(self, conns: list[Connection]) -> None:
+        """Tell handshake-era servers (`roots/list_changed`); 2026-07-28 ones ask per request."""
+        for conn in conns:
+            task = asyncio.ensure_future(conn.roots_changed())
+            _background.add(task)
+            task.add_done_callback(_background.discard)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers = (*self._subscribers, subscriber)
@@ -193,6 +234,9 @@ class Core:
                     connect_timeout=options.connect_timeout,
                     on_change=self._connection_changed,
                     on_tools_changed=self._tools_changed,
+                    client_side=self.client_side,
+                    sampling=options.sampling_handler is not None,
+                    log_level=options.server_log_level,
                 )
                 for server, scfg in cfg.mcp_servers.items()
             }
@@ -317,6 +361,11 @@ class Core:
         conn = await self.connection_opening(ident.toolbox, ident.server, settings)
         await conn.ensure_connected()
         tool = self.tool_of(conn, ident)
+        if tool.task_support == "required":
+            raise TaskRequiredError(
+                f"Tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}') must run as a task "
+                "(execution.taskSupport: required); task-based tools are not supported yet"
+            )
         if validate is not None and self.options.validate_arguments:
             validate(tool, args)
         limit = timeout if timeout is not None else conn.config.timeout or self.options.timeout
@@ -329,11 +378,13 @@ class Core:
         except TimeoutError:
             error = CallTimeoutError(f"{prefix}: timed out after {limit:g} s (cancelled on the server)")
         except MCPError as exc:
-            from mcp_types import CONNECTION_CLOSED
+            from mcp_types import CONNECTION_CLOSED, URL_ELICITATION_REQUIRED
 
             if exc.code == CONNECTION_CLOSED:
                 conn.connection_lost()
                 error = ToolError(f"{prefix}: connection closed")
+            elif exc.code == URL_ELICITATION_REQUIRED:
+                error = url_elicitation_required(prefix, exc)
             else:
                 error = ToolError(f"{prefix}: {describe_exception(exc)}")
         except WorkbenchError as exc:
@@ -359,6 +410,18 @@ class Core:
         self._record(ident, args, started, t0, not result.is_error, failed, secrets)
         return result
 
+    def _record_request(self, request: Request) -> None:
+        from workbench_magic.identifiers import ToolIdentifier
+
+        ident = ToolIdentifier(toolbox=request.toolbox, server=request.server, name=request.kind)
+        asked = request.asked if isinstance(request.asked, dict) else {"asked": request.asked}
+        error = None if request.ok else str(request.answered)
+        self._history.append(
+            CallRecord(
+                ident, asked, request.started, request.elapsed, request.ok, error, request.kind, request.answered
+            )
+        )
+
     def _record(
         self,
         ident: ToolIdentifier,
@@ -373,6 +436,23 @@ class Core:
             args = mask_value(args, secrets)
             error = mask(error, secrets) if error else error
         self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error))
+
+
+_background: set[asyncio.Future[Any]] = set()
+
+
+def url_elicitation_required(prefix: str, exc: Any) -> UrlElicitationRequired:
+    """MCP error -32042 as `UrlElicitationRequired`: the links to visit, in the message and `.urls`."""
+    data = getattr(getattr(exc, "error", None), "data", None) or getattr(exc, "data", None) or {}
+    items = data.get("elicitations", []) if isinstance(data, dict) else []
+    urls = [str(item.get("url")) for item in items if isinstance(item, dict) and item.get("url")]
+    notes = [str(item.get("message") or "") for item in items if isinstance(item, dict) and item.get("url")]
+    shown = "; ".join(f"{url}" + (f" ({note})" if note else "") for url, note in zip(urls, notes, strict=True))
+    return UrlElicitationRequired(
+        f"{prefix}: the server needs you to open {'this link' if len(urls) == 1 else 'these links'} first, "
+        f"then call again: {shown or describe_exception(exc)}",
+        urls,
+    )
 
 
 def _to_caller(progress: ProgressCallback | None) -> ProgressCallback | None:

@@ -7,6 +7,22 @@ Every error a user can cause is a `WorkbenchError` subclass with a short, one-li
 from __future__ import annotations
 
 
+def leaf_exception(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (ipykernel hangs on groups in a chain)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """A short, one-line reason for an exception from the SDK or the transport."""
+    exc = leaf_exception(exc)
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"command not found: {exc.filename}"
+    message = str(getattr(exc, "message", None) or exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of a foreign exception's message, without CPython's advice after a `;`."""
     text = str(exc).strip().split(";")[0]
@@ -67,3 +83,18 @@ class ToolError(WorkbenchError):
 
 class CallTimeoutError(ToolError, TimeoutError):
     """A call ran past its timeout and was cancelled on the server."""
+
+
+class UrlElicitationRequired(WorkbenchError):
+    """A server needs the person to visit links first (MCP error -32042); `.urls` holds them.
+
+    Open each link, finish there, then call again.
+    """
+
+    def __init__(self, message: str, urls: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.urls: list[str] = list(urls or [])
+
+
+class TaskRequiredError(ToolError):
+    """The tool must be run as a task (`execution.taskSupport: required`), which is not supported yet."""

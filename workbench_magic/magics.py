@@ -48,11 +48,18 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "explore": ("%workbench explore", "The explorer: toolboxes, servers, tools, forms, results, history."),
     "resources": ("%workbench resources [TOOLBOX[/SERVER]]", "Resources and resource templates of servers."),
-    "read": ("%workbench read TOOLBOX/SERVER URI", "Read one resource."),
+    "read": (
+        "%workbench read TOOLBOX/SERVER URI [name=value ...]",
+        "Read one resource; a template URI (city://{country}/{city}) is filled in from name=value words.\n"
+        "Tab completes URIs, variable names and, where the server offers them, values.",
+    ),
     "prompts": ("%workbench prompts [TOOLBOX[/SERVER]]", "Prompts of servers, with their arguments."),
-    "prompt": ("%workbench prompt TOOLBOX/SERVER/PROMPT [key=value ...]", "Render one prompt."),
+    "prompt": (
+        "%workbench prompt TOOLBOX/SERVER/PROMPT [key=value ...]",
+        "Render one prompt. Tab completes argument names and, where the server offers them, values.",
+    ),
     "reconnect": ("%workbench reconnect TOOLBOX[/SERVER]", "Restart and reconnect a server or a whole toolbox."),
-    "logs": ("%workbench logs TOOLBOX/SERVER", "Everything a stdio server wrote to stderr."),
+    "logs": ("%workbench logs TOOLBOX/SERVER", "A server's log: its stderr and the log messages it sent."),
     "history": ("%workbench history", "Every tool call of this session: tool, arguments, time, ok or error."),
 }
 
@@ -365,8 +372,10 @@ class WorkbenchMagics(Magics):
         p = self._parser("read")
         p.add_argument("server")
         p.add_argument("uri")
+        p.add_argument("pairs", nargs="*")
         ns = p.parse(args)
-        return self.workbench.read_resource(ns.server, ns.uri)
+        variables = substitute(parse_pairs(ns.pairs), self.shell.user_ns if self.shell else {})
+        return self.workbench.read_resource(ns.server, ns.uri, **variables)
 
     def _cmd_prompts(self, args: list[str]) -> Any:
         from workbench_magic.views import TableView
@@ -404,7 +413,7 @@ class WorkbenchMagics(Magics):
         p = self._parser("logs")
         p.add_argument("server")
         ns = p.parse(args)
-        return TextView(self.workbench.logs(ns.server) or "(nothing on stderr)", title=f"stderr of {ns.server}")
+        return TextView(self.workbench.logs(ns.server) or "(nothing on stderr)", title=f"log of {ns.server}")
 
     def _cmd_history(self, args: list[str]) -> Any:
         self._parser("history").parse(args)
@@ -448,16 +457,18 @@ class WorkbenchMagics(Magics):
 
         handle: Any = None
 
-        def progress(value: float, total: float | None, message: str | None) -> None:
+        def show(text: str) -> None:
             nonlocal handle
-            share = f" ({value / total:.0%})" if total else ""
-            text = f"{tool}: {value:g}{f'/{total:g}' if total else ''}{share} {message or ''}".rstrip()
             if handle is None:
                 handle = display(TextView(text), display_id=True)
             else:
                 handle.update(TextView(text))
 
-        return self.workbench.call(tool, arguments, timeout=timeout, progress=progress)
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            share = f" ({value / total:.0%})" if total else ""
+            show(f"{tool}: {value:g}{f'/{total:g}' if total else ''}{share} {message or ''}".rstrip())
+
+        return self.workbench.call(tool, arguments, timeout=timeout, progress=progress, server_log=show)
 
     # ---- completion -----------------------------------------------------------------------
     def completions(self, full_text: str, cursor: int) -> list[str] | None:
@@ -480,7 +491,8 @@ class WorkbenchMagics(Magics):
                 return None
             if index == 1:
                 return list(SUBCOMMANDS)
-            return self._subcommand_targets(words[1], index)
+            current = "" if completing_new else words[-1]
+            return self._subcommand_targets(words[1], index, words[2:index], current)
         if stripped.startswith(("%%use_tool", "%use_tool")):
             if index <= 0:
                 return None
@@ -491,7 +503,14 @@ class WorkbenchMagics(Magics):
             return []
         return None
 
-    def _subcommand_targets(self, sub: str, index: int) -> list[str]:
+    def _subcommand_targets(self, sub: str, index: int, before: list[str] | None = None, word: str = "") -> list[str]:
+        before = before or []
+        if sub == "prompt" and index >= 3:
+            return self._prompt_arguments(before[0], before[1:], word)
+        if sub == "read" and index == 3:
+            return self._resource_uris(before[0])
+        if sub == "read" and index >= 4:
+            return self._template_variables(before[0], before[1], before[2:], word)
         if sub == "help":
             return [*SUBCOMMANDS, "use_tool"] if index == 2 else []
         if sub in ("open", "close", "list"):
@@ -504,6 +523,44 @@ class WorkbenchMagics(Magics):
         if sub == "tools":
             return ["--search"]
         return []
+
+    def _prompt_arguments(self, prompt: str, pairs: list[str], word: str) -> list[str]:
+        """`name=` words of a prompt's arguments, or a server's completions of the value being typed."""
+        toolbox, server, name = [*prompt.split("/", 2), "", "", ""][:3]
+        if not (toolbox and server and name):
+            return []
+        target = f"{toolbox}/{server}"
+        if "=" in word:
+            argument, _, value = word.partition("=")
+            context = _pairs_dict(pairs)
+            found = self.workbench.complete(target, f"prompt:{name}", argument, value, context)
+            return [f"{argument}={v}" for v in found]
+        try:
+            prompts = self.workbench.prompts(target)
+        except WorkbenchError:
+            return []
+        return [f"{arg}=" for p in prompts if p.name == name for arg, _, _ in p.arguments]
+
+    def _resource_uris(self, target: str) -> list[str]:
+        try:
+            return [r.uri for r in self.workbench.resources(target)]
+        except WorkbenchError:
+            return []
+
+    def _template_variables(self, target: str, uri: str, pairs: list[str], word: str) -> list[str]:
+        """`name=` words of a template's variables, or the server's completions of the value."""
+        if "=" in word:
+            variable, _, value = word.partition("=")
+            found = self.workbench.complete(target, uri, variable, value, _pairs_dict(pairs))
+            return [f"{variable}={v}" for v in found]
+        try:
+            from mcp.shared.uri_template import UriTemplate
+
+            names = UriTemplate.parse(uri).variable_names
+        except Exception:
+            return []
+        given = _pairs_dict(pairs)
+        return [f"{name}=" for name in names if name not in given]
 
     def _toolbox_infos(self) -> list[Any]:
         try:
@@ -533,6 +590,10 @@ class WorkbenchMagics(Magics):
             return list(self.workbench.tool(tool).parameters)
         except (WorkbenchError, ValueError):
             return []
+
+
+def _pairs_dict(pairs: list[str]) -> dict[str, str]:
+    return {k: v for k, sep, v in (p.partition("=") for p in pairs) if sep and k}
 
 
 def _safe_words(text: str) -> list[str]:
@@ -577,7 +638,18 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
         if candidates is None:
             return {"completions": [], "suppress": False}
         token = context.token
-        chosen = [c for c in dict.fromkeys(candidates) if c.startswith(token)]
+        # IPython's token may be only the end of our word (it splits `key=value` at `=`): offer
+        # what replaces the token, so `language=es<Tab>` becomes `language=esperanto`.
+        before = context.full_text[:offset]
+        word = before[len(before.rstrip().rsplit(None, 1)[0]) :].lstrip() if before.strip() else ""
+        if before[-1:].isspace():
+            word = ""
+        chosen = []
+        for c in dict.fromkeys(candidates):
+            if word != token and word.endswith(token) and c.startswith(word):
+                chosen.append(token + c[len(word) :])
+            elif c.startswith(token):
+                chosen.append(c)
         return {
             "completions": [SimpleCompletion(c, type="workbench") for c in chosen],
             "suppress": bool(chosen),

@@ -15,13 +15,16 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from traitlets import Bool, Float, Int, Unicode, observe
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
 from traitlets.config import Config, Configurable
 
+from workbench_magic import browse
+from workbench_magic.clientside import LOG_LEVELS, ElicitationHandler, SamplingHandler, default_roots, root_uri
 from workbench_magic.core import BoxState, Core, Event, Options, short_errors
-from workbench_magic.errors import NotFoundError, WorkbenchError
+from workbench_magic.errors import NotFoundError, UsageError, WorkbenchError
 from workbench_magic.proxies import OpenedToolbox
 from workbench_magic.results import (
     History,
@@ -44,6 +47,36 @@ if TYPE_CHECKING:
     from workbench_magic.identifiers import ToolIdentifier
 
 logger = logging.getLogger("workbench_magic")
+
+
+def _roots(roots: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
+    return tuple(root_uri(r) for r in ([roots] if isinstance(roots, str) else roots))
+
+
+def _caller_loop_channel() -> Channel | None:
+    """The caller's event loop as a channel (a kernel's), if one runs in this thread."""
+    try:
+        return LoopChannel(asyncio.get_running_loop())
+    except RuntimeError:
+        return None
+
+
+def _widget_asker() -> Any:
+    """In a kernel, ask with a widget form (its clicks reach the waiting coroutine); else `input()`."""
+    from workbench_magic.asking import TerminalAsker
+
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover
+        shell = None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        from workbench_magic.widgets.asking import WidgetAsker
+
+        return WidgetAsker()
+    return TerminalAsker()
+
 
 __all__ = ["Call", "OpenedToolbox", "Workbench"]
 
@@ -120,6 +153,9 @@ class Workbench(Configurable):
     validate_arguments = Bool(True, help="Check arguments against the tool's input schema first.").tag(config=True)
     display_limit = Int(50, help="Rows shown in tables of tools, records and history.").tag(config=True)
     history_limit = Int(10_000, help="Calls kept in `history` (oldest first out).").tag(config=True)
+    server_log_level = CaselessStrEnum(
+        LOG_LEVELS, default_value="info", help="Lowest level of the log messages servers are asked to send."
+    ).tag(config=True)
     config_path = Unicode(
         None, allow_none=True, help="Config file; unset = $WORKBENCH_CONFIG, ./workbench-config.json, demo."
     ).tag(config=True)
@@ -129,8 +165,17 @@ class Workbench(Configurable):
     def __init__(
         self,
         config: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | Config | None = None,
+        *,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        roots: list[str] | tuple[str, ...] | str | None = None,
         **kwargs: Any,
     ) -> None:
+        self._handlers: dict[str, Any] = {
+            "sampling_handler": None,
+            "elicitation_handler": None,
+            "roots": _roots(roots) if roots is not None else default_roots(),
+        }
         if isinstance(config, Config):
             super().__init__(config=config, **kwargs)
             config = None
@@ -138,6 +183,10 @@ class Workbench(Configurable):
             super().__init__(**kwargs)
         self._loop = LoopThread.get()
         self._core = Core(self._options())
+        if sampling_handler is not None:
+            self.sampling_handler = sampling_handler
+        if elicitation_handler is not None:
+            self.elicitation_handler = elicitation_handler
         self._source = config
         # An explicit config is loaded (and checked) now; discovery waits for first use.
         self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
@@ -150,15 +199,19 @@ class Workbench(Configurable):
             connect_timeout=self.connect_timeout,
             validate_arguments=self.validate_arguments,
             history_limit=self.history_limit,
+            server_log_level=self.server_log_level,
+            **self._handlers,
         )
 
-    @observe("timeout", "connect_timeout", "validate_arguments", "history_limit")
+    @observe("timeout", "connect_timeout", "validate_arguments", "history_limit", "server_log_level")
     def _options_changed(self, change: Any) -> None:
+        self._push_options()
+
+    def _push_options(self) -> None:
         core = getattr(self, "_core", None)
         if core is not None:
-            # Queued behind nothing: a call made after this assignment sees the new options.
-            options = self._options()
-            self._loop.loop.call_soon_threadsafe(core.set_options, options)
+            # Queued in order: a call made after this assignment sees the new options.
+            self._loop.loop.call_soon_threadsafe(core.set_options, self._options())
 
     def _load(self, source: Any) -> WorkbenchConfig:
         from workbench_magic.config import WorkbenchConfig, load_config, parse_config
@@ -201,6 +254,13 @@ class Workbench(Configurable):
     # ---- running on the loop ----------------------------------------------------------
     def _run(self, coro: Any, channel: QueueChannel | None = None) -> Any:
         return self._loop.run(coro, channel)
+
+    @staticmethod
+    def _channel(server_log: Callable[[str], None] | None = None) -> QueueChannel:
+        """The way back to this (waiting) thread: it asks the person with `input()`."""
+        from workbench_magic.asking import TerminalAsker
+
+        return QueueChannel(asker=TerminalAsker(), notice=server_log)
 
     async def _arun(self, coro: Any, channel: Channel | None = None) -> Any:
         return await self._loop.arun(coro, channel)
@@ -363,14 +423,18 @@ class Workbench(Configurable):
         *,
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
+        server_log: Callable[[str], None] | None = None,
     ) -> ToolResult:
         """Call a tool and wait for its `ToolResult` (a tool error is in `.is_error`, not raised).
 
         `progress(progress, total, message)` is called in this thread for each progress
-        notification. Ctrl-C / kernel interrupt cancels the call on the server.
+        notification, `server_log(line)` for each log message at warning or above the server sends
+        meanwhile. A server's questions (elicitation) are asked here, with `input()`, unless
+        `elicitation_handler` answers them. Ctrl-C / kernel interrupt cancels the call on the server.
         """
-        channel = QueueChannel() if progress is not None else None
-        return self._run(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
+        return self._run(  # type: ignore[no-any-return]
+            self._acall(identifier, arguments, timeout, progress), self._channel(server_log)
+        )
 
     def submit(
         self,
@@ -398,7 +462,7 @@ class Workbench(Configurable):
         progress: ProgressCallback | None = None,
     ) -> ToolResult:
         """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's loop."""
-        channel = None if self._loop.in_loop() else LoopChannel(asyncio.get_running_loop())
+        channel = None if self._loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=_widget_asker())
         return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
 
     async def _acall(
@@ -411,36 +475,27 @@ class Workbench(Configurable):
         ident = parse_identifier(identifier)
         return await self._core.call(ident, dict(arguments or {}), timeout, progress, self.settings, validate_arguments)
 
-    # ---- resources and prompts -------------------------------------------------------
+    # ---- resources, prompts, completions --------------------------------------------
     def resources(self, target: str | None = None) -> list[ResourceInfo]:
-        """Resources (and resource templates) of open toolboxes, a toolbox, or a server."""
+        """Resources and resource templates (every page) of open toolboxes, a toolbox, or a server."""
         toolbox, server = parse_target(target)
 
         async def gather() -> list[ResourceInfo]:
-            conns = await self._core.connections(toolbox, server, self.settings)
-            out: list[ResourceInfo] = []
-            for conn in conns:
-                if conn.status != "connected":
-                    continue
-                for r in await conn.list_resources():
-                    out.append(ResourceInfo.from_sdk(conn.toolbox, conn.name, r, template=False))
-                for r in await conn.list_resource_templates():
-                    out.append(ResourceInfo.from_sdk(conn.toolbox, conn.name, r, template=True))
-            return out
+            return await browse.list_resources(await self._core.connections(toolbox, server, self.settings))
 
         return self._run(short_errors(gather()))  # type: ignore[no-any-return]
 
-    def read_resource(self, target: str, uri: str, *, timeout: float | None = None) -> ResourceResult:
-        """Read a resource from `toolbox/server`."""
-        toolbox, server = parse_target(target)
-        if toolbox is None or server is None:
-            raise NotFoundError("Name the server to read from: toolbox/server")
+    def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
+        """Read a resource from `toolbox/server`; a template URI is expanded with `variables`
+        (`read_resource("t/s", "city://{country}/{city}", country="france", city="paris")`)."""
+        toolbox, server = self._server_target(target)
+        expanded = browse.expand(uri, variables)
         limit = timeout if timeout is not None else self.timeout
 
         async def read() -> ResourceResult:
-            conn = await self._core.connection_opening(toolbox, server, self.settings)
-            raw = await conn.read_resource(uri, limit)
-            return ResourceResult(toolbox=toolbox, server=server, uri=uri, raw=raw)
+            return await browse.read(
+                await self._core.connection_opening(toolbox, server, self.settings), expanded, limit
+            )
 
         return self._run(short_errors(read()))  # type: ignore[no-any-return]
 
@@ -449,13 +504,7 @@ class Workbench(Configurable):
         toolbox, server = parse_target(target)
 
         async def gather() -> list[PromptInfo]:
-            conns = await self._core.connections(toolbox, server, self.settings)
-            return [
-                PromptInfo.from_sdk(c.toolbox, c.name, p)
-                for c in conns
-                if c.status == "connected"
-                for p in await c.list_prompts()
-            ]
+            return await browse.list_prompts(await self._core.connections(toolbox, server, self.settings))
 
         return self._run(short_errors(gather()))  # type: ignore[no-any-return]
 
@@ -470,7 +519,99 @@ class Workbench(Configurable):
             raw = await conn.get_prompt(ident.name, args or None, limit)
             return PromptResult(identifier=ident, raw=raw)
 
-        return self._run(short_errors(get()))  # type: ignore[no-any-return]
+        return self._run(short_errors(get()), self._channel())  # type: ignore[no-any-return]
+
+    def complete(
+        self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Completion values a server offers for a prompt argument (`ref="prompt:NAME"`) or a
+        resource template variable (`ref` = the template URI); `[]` when it offers none, or takes
+        longer than half a second."""
+        toolbox, server = self._server_target(target)
+
+        async def complete() -> list[str]:
+            conn = await self._core.connection_opening(toolbox, server, self.settings)
+            return await browse.complete(conn, ref, argument, value, context)
+
+        return self._run(short_errors(complete()))  # type: ignore[no-any-return]
+
+    def watch(
+        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
+    ) -> browse.ResourceWatch:
+        """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`.
+
+        `callback(value)` runs on each update (in a kernel, on its event loop; else in a worker thread).
+        """
+        toolbox, server = self._server_target(target)
+        channel = _caller_loop_channel()
+        limit = self.timeout
+
+        async def start() -> browse.ResourceWatch:
+            conn = await self._core.connection_opening(toolbox, server, self.settings)
+            return await browse.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
+
+        return self._run(short_errors(start()))  # type: ignore[no-any-return]
+
+    def _server_target(self, target: str) -> tuple[str, str]:
+        toolbox, server = parse_target(target)
+        if toolbox is None or server is None:
+            raise NotFoundError(f"Name the server: toolbox/server, not {target!r}")
+        return toolbox, server
+
+    # ---- the client side of MCP ----------------------------------------------------------
+    @property
+    def sampling_handler(self) -> SamplingHandler | None:
+        """`fn(messages, params)` answering servers' sampling requests (str, dict or
+        `CreateMessageResult`); sampling is advertised only while one is set (connections made
+        before get it at their next reconnect)."""
+        return self._handlers["sampling_handler"]
+
+    @sampling_handler.setter
+    def sampling_handler(self, handler: SamplingHandler | None) -> None:
+        if handler is not None and not callable(handler):
+            raise UsageError(
+                "sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult"
+            )
+        self._handlers["sampling_handler"] = handler
+        self._push_options()
+
+    @property
+    def elicitation_handler(self) -> ElicitationHandler | None:
+        """None: ask the person; `fn(message, schema)` -> dict (accept), None (decline) or an
+        `ElicitResult`; or a dict of canned answers (always accepted)."""
+        return self._handlers["elicitation_handler"]
+
+    @elicitation_handler.setter
+    def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
+        if handler is not None and not callable(handler) and not isinstance(handler, Mapping):
+            raise UsageError("elicitation_handler must be None, a function (message, schema) or a dict of answers")
+        self._handlers["elicitation_handler"] = (
+            MappingProxyType(dict(handler)) if isinstance(handler, Mapping) else handler
+        )
+        self._push_options()
+
+    @property
+    def roots(self) -> list[str]:
+        """The roots servers are told (file:// URIs); default: the working directory."""
+        return list(self._handlers["roots"])
+
+    @roots.setter
+    def roots(self, roots: list[str] | tuple[str, ...] | str) -> None:
+        self._handlers["roots"] = _roots(roots)
+        self._push_options()
+
+    def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
+        """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
+        back to the config's (or `wb.roots`). Handshake-era servers are told at once."""
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Name a toolbox or toolbox/server")
+        chosen = None if roots is None else _roots(roots)
+
+        async def apply() -> None:
+            self._core.set_roots(await self._core.connections(toolbox, server, self.settings), chosen)
+
+        self._run(short_errors(apply()))
 
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"

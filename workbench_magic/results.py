@@ -67,11 +67,13 @@ class ToolInfo:
     annotations: dict[str, Any] | None = None
     title: str | None = None
     meta: dict[str, Any] | None = None
+    execution: dict[str, Any] | None = None
 
     @classmethod
     def from_sdk(cls, toolbox: str, server: str, tool: Any) -> ToolInfo:
         """Build from an SDK `Tool`."""
         annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+        execution = getattr(tool, "execution", None)
         return cls(
             toolbox=toolbox,
             server=server,
@@ -82,12 +84,19 @@ class ToolInfo:
             annotations=annotations or None,
             title=tool.title,
             meta=dict(tool.meta) if getattr(tool, "meta", None) else None,
+            execution=execution.model_dump(by_alias=True, exclude_none=True) if execution is not None else None,
         )
 
     @property
     def identifier(self) -> ToolIdentifier:
         """The structured identifier `{toolbox, server, name}`."""
         return _identifier(self.toolbox, self.server, self.name)
+
+    @property
+    def task_support(self) -> str | None:
+        """`execution.taskSupport` of the tool (`forbidden`, `optional`, `required`), if it says."""
+        value = (self.execution or {}).get("taskSupport")
+        return value if isinstance(value, str) else None
 
     @property
     def path(self) -> str:
@@ -360,7 +369,12 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One entry of `Workbench.history`."""
+    """One entry of `Workbench.history`.
+
+    `kind` is `tool` for a tool call; a request a server made of the client is `sampling`,
+    `elicitation` or `roots`, with `identifier.name` that kind, `arguments` what was asked and
+    `answer` what was answered.
+    """
 
     identifier: ToolIdentifier
     arguments: dict[str, Any]
@@ -368,11 +382,20 @@ class CallRecord:
     elapsed: float
     ok: bool
     error: str | None = None
+    kind: str = "tool"
+    answer: Any = None
+
+    @property
+    def label(self) -> str:
+        """`toolbox/server/tool`, or `toolbox/server <- kind` for a server's request."""
+        ident = self.identifier
+        return str(ident) if self.kind == "tool" else f"{ident.toolbox}/{ident.server} <- {self.kind}"
 
     def __repr__(self) -> str:
         when = time.strftime("%H:%M:%S", time.localtime(self.started))
         status = "ok" if self.ok else f"error: {self.error}"
-        return f"{when} {self.identifier} {_json_dump(self.arguments, None)} {self.elapsed * 1000:.0f} ms {status}"
+        answer = f" -> {_json_dump(self.answer, None)}" if self.kind != "tool" else ""
+        return f"{when} {self.label} {_json_dump(self.arguments, None)}{answer} {self.elapsed * 1000:.0f} ms {status}"
 
 
 class History(list[CallRecord]):
@@ -381,7 +404,8 @@ class History(list[CallRecord]):
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td>{_esc(time.strftime('%H:%M:%S', time.localtime(r.started)))}</td>"
-            f"<td><code>{_esc(r.identifier)}</code></td><td><code>{_esc(_json_dump(r.arguments, None))}</code></td>"
+            f"<td><code>{_esc(r.label)}</code></td><td><code>{_esc(_json_dump(r.arguments, None))}</code>"
+            f"{'' if r.kind == 'tool' else ' → <code>' + _esc(_json_dump(r.answer, None)) + '</code>'}</td>"
             f"<td>{r.elapsed * 1000:.0f} ms</td><td>{'ok' if r.ok else _esc('error: ' + (r.error or ''))}</td></tr>"
             for r in self
         )

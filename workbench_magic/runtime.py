@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, TypeVar
 
-from workbench_magic.errors import WorkbenchError
+from workbench_magic.errors import WorkbenchError, leaf_exception
 
 T = TypeVar("T")
 logger = logging.getLogger("workbench_magic")
@@ -32,13 +32,6 @@ CANCEL_GRACE = 1.0
 """Seconds an interrupted sync call waits for its task to end before returning."""
 
 _DONE = object()
-
-
-def leaf_exception(exc: BaseException) -> BaseException:
-    """The first leaf of an exception group (ipykernel hangs on groups in a chain)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def clean(exc: BaseException) -> BaseException:
@@ -54,25 +47,49 @@ def clean(exc: BaseException) -> BaseException:
 
 # ---- channels back to the caller ----------------------------------------------------------
 class Channel:
-    """A way from the loop thread back to one thread: `post` a function to run there."""
+    """A way from the loop thread back to one thread: `post` a function to run there.
+
+    `asker` asks the person on that thread (elicitation), `notice(text)` shows a line in the
+    caller's output (a server's warnings); either may be None.
+    """
+
+    asker: Any = None
+    notice: Callable[[str], None] | None = None
 
     def post(self, fn: Callable[[], object]) -> None:
         raise NotImplementedError
 
-    def ask(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
-        """Run `fn` on the channel's thread; the future holds what it returned (or raised)."""
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    def ask(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        """Run `fn` on the channel's thread; the future holds what it returned (or raised). When
+        `fn` returns a future (a widget answers on a click), its outcome is passed on."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
         def run() -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(fn())
+                value = fn()
             except BaseException as exc:
                 future.set_exception(exc)
+                return
+            if isinstance(value, concurrent.futures.Future):
+                value.add_done_callback(lambda done: _pass_on(done, future))
+            else:
+                future.set_result(value)
 
         self.post(run)
         return future
+
+
+def _pass_on(done: concurrent.futures.Future[Any], future: concurrent.futures.Future[Any]) -> None:
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif (error := done.exception()) is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(done.result())
 
 
 def _run_safely(fn: Callable[[], object]) -> None:
@@ -92,8 +109,10 @@ _background: set[asyncio.Future[Any]] = set()
 class QueueChannel(Channel):
     """Functions queued for a thread that drains them (`pump`, `drain`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, asker: Any = None, notice: Callable[[str], None] | None = None) -> None:
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.asker = asker
+        self.notice = notice
 
     def post(self, fn: Callable[[], object]) -> None:
         self.queue.put(fn)
@@ -138,8 +157,12 @@ class QueueChannel(Channel):
 class LoopChannel(Channel):
     """Functions scheduled on another event loop (the caller's, for `acall`; the kernel's)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, *, asker: Any = None, notice: Callable[[str], None] | None = None
+    ) -> None:
         self.loop = loop
+        self.asker = asker
+        self.notice = notice
 
     def post(self, fn: Callable[[], object]) -> None:
         if self.loop.is_closed():

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
+from legacy import serve_legacy_stdio  # tests/servers/legacy.py (the script's own folder)
 from mcp.server import MCPServer, NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -337,22 +338,6 @@ def _advertise_tools_list_changed(server: MCPServer) -> None:
         )
 
     lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
-
-
-async def serve_legacy_stdio(server: MCPServer) -> None:
-    """Serve stdio in the handshake era only, like a pre-2026 server (`server/discover` is refused)."""
-    from mcp.server.runner import serve_loop
-    from mcp.server.stdio import stdio_server
-
-    lowlevel = server._lowlevel_server
-    async with stdio_server() as (read_stream, write_stream), lowlevel.lifespan(lowlevel) as state:
-        await serve_loop(
-            lowlevel,
-            read_stream,
-            write_stream,
-            lifespan_state=state,
-            init_options=lowlevel.create_initialization_options(),
-        )
 
 
 def wait_at_barrier(path: Path, count: int, limit: float = 20.0) -> None:

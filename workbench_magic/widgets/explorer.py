@@ -24,6 +24,7 @@ from workbench_magic.errors import WorkbenchError
 from workbench_magic.manager import OpenedToolbox, Workbench
 from workbench_magic.results import ServerStatus, ToolInfo, status_table_html, tools_table_html
 from workbench_magic.runtime import Channel, LoopChannel, QueueChannel
+from workbench_magic.widgets.asking import ElicitationPanel, PanelAsker
 from workbench_magic.widgets.forms import FormError, SchemaForm, close_tree
 from workbench_magic.widgets.results import render_error, render_message, render_result
 
@@ -104,8 +105,15 @@ class Explorer:
         self._updating = False
         self._channel = _kernel_channel()
         self._build()
+        self._asker = PanelAsker(self.requests_box)
+        self._channel.asker = self._asker
         self._listen()
         self.refresh(toolbox)
+
+    @property
+    def questions(self) -> list[ElicitationPanel]:
+        """Servers' questions (elicitation) for calls made here, waiting for an answer."""
+        return list(self._asker.panels)
 
     @classmethod
     def of(cls, workbench: Workbench, toolbox: str | None = None) -> Explorer:
@@ -133,6 +141,7 @@ class Explorer:
         self.copy_button = w.Button(description="Copy as cell", icon="copy", disabled=True)
         self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="50%", visibility="hidden"))
         self.progress_label = w.Label()
+        self.requests_box = w.VBox()
         self.result_pane = w.Output(layout=w.Layout(border="1px solid #ddd", min_height="2em", padding="4px"))
         self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="8em", display="none"))
         self.history_pane = w.HTML()
@@ -164,6 +173,7 @@ class Explorer:
                 self.form_box,
                 buttons,
                 w.HBox([self.progress, self.progress_label]),
+                self.requests_box,
                 self.result_pane,
                 self.cell_text,
             ],
