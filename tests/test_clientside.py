@@ -351,3 +351,47 @@ def test_the_explorer_asks_in_its_own_panel(both) -> None:
         assert explorer.requests_box.children == ()  # answered: the panel is gone
     finally:
         explorer.close()
+
+
+def test_server_everything_client_features(make_workbench) -> None:
+    """The reference server's client-feature tools, prompt and templates (2025-11-25 over stdio)."""
+    import time
+
+    wb = make_workbench(
+        {"toolboxes": {"e": toolbox({"ev": npm_server("everything")})}},
+        sampling_handler=lambda messages, params: "a sampled reply",
+        elicitation_handler={"name": "Ada"},
+        server_log_level="debug",
+    )
+    wb.open("e")
+    assert "a sampled reply" in wb.call("e/ev/trigger-sampling-request", {"prompt": "hi"}).text
+    elicited = wb.call("e/ev/trigger-elicitation-request").text
+    assert "accept" in elicited and "Ada" in elicited
+    assert "file://" in wb.call("e/ev/get-roots-list").text
+    # completions: the completable prompt (the second argument depends on the first) and a template
+    assert wb.complete("e/ev", "prompt:completable-prompt", "department", "E") == ["Engineering"]
+    assert wb.complete("e/ev", "prompt:completable-prompt", "name", "", {"department": "Sales"}) == [
+        "David",
+        "Eve",
+        "Frank",
+    ]
+    template = next(r.uri for r in wb.resources("e/ev") if r.template and "/text/" in r.uri)
+    assert wb.complete("e/ev", template, "resourceId", "3") == ["3"]
+    assert wb.read_resource("e/ev", template, resourceId=3).text
+    # simulated logging: one message at once (every level is asked for), then one every 5 s
+    assert "Started simulated" in wb.call("e/ev/toggle-simulated-logging").text
+    deadline = time.monotonic() + 20
+    while "notifications/message [" not in wb.logs("e/ev") and time.monotonic() < deadline:
+        time.sleep(0.1)  # the server sends on its own timer: no reply of ours orders it
+    wb.call("e/ev/toggle-simulated-logging")
+    assert "-level message" in wb.logs("e/ev") or "level-message" in wb.logs("e/ev")
+    # subscriber updates every 5 s for subscribed resources
+    static = next(r.uri for r in wb.resources("e/ev") if not r.template)
+    got = threading.Semaphore(0)
+    with wb.watch("e/ev", static, callback=lambda value: got.release()) as watch:
+        wb.call("e/ev/toggle-subscriber-updates")
+        try:
+            assert got.acquire(timeout=20), "no resource update within 20 s"
+            assert watch.updates >= 1 and watch.value is not None
+        finally:
+            wb.call("e/ev/toggle-subscriber-updates")

@@ -30,7 +30,9 @@ def ref(make_workbench, tmp_path: Path) -> Workbench:
                 "ref": toolbox(
                     {
                         "everything": npm_server("everything"),
-                        "filesystem": npm_server("filesystem", str(files)),
+                        # the server uses the client's roots instead of its arguments (when it has any):
+                        # "roots": false keeps the directory given on its command line
+                        "filesystem": npm_server("filesystem", str(files), roots=False),
                         "memory": npm_server("memory", env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}),
                         "time": {
                             "command": sys.executable,
@@ -101,8 +103,9 @@ def test_two_toolboxes_with_a_filesystem_server_are_isolated(make_workbench, tmp
     wb = make_workbench(
         {
             "toolboxes": {
-                "dev": toolbox({"filesystem": npm_server("filesystem", str(dev))}),
-                "prod": toolbox({"filesystem": npm_server("filesystem", str(prod))}),
+                # each server's roots are its own directory (server-filesystem serves the roots)
+                "dev": toolbox({"filesystem": npm_server("filesystem", str(dev), roots=[str(dev)])}),
+                "prod": toolbox({"filesystem": npm_server("filesystem", str(prod), roots=[str(prod)])}),
             }
         }
     )
