@@ -16,7 +16,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ROOT, free_port
+from conftest import PYTHON, ROOT, SERVERS, free_port, toolbox, write_config
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -100,15 +100,21 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     nb.cells = [nbformat.v4.new_code_cell("%load_ext workbench_magic\n%workbench open demo")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "explore.ipynb")
+    # the demo's servers, and our client-feature test server (it elicits, logs) beside them
+    demo = {name: {"command": PYTHON, "args": ["-m", f"workbench_magic.demo.{name}"]} for name in ("datasets", "notes")}
+    cs = {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}
+    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"demo": toolbox({**demo, "cs": cs})}})
     server = Lab(tmp_path)
     yield server
     server.stop()
 
 
-def choose(page: Any, selector: str, prefix: str) -> None:
-    """Select the option whose text starts with `prefix` (ipywidgets option values are their labels)."""
+def choose(page: Any, selector: str, prefix: str, *, contains: bool = False) -> None:
+    """Select the option whose text starts with (or contains) `prefix` (ipywidgets option values are
+    their labels)."""
+    page.wait_for_function(f"() => document.querySelector({json.dumps(selector)})?.options.length > 0", timeout=30_000)
     texts = page.eval_on_selector(selector, "el => [...el.options].map(o => [o.text, o.value])")
-    values = [value for _, value in texts if value.startswith(prefix)]
+    values = [value for _, value in texts if (prefix in value if contains else value.startswith(prefix))]
     assert values, f"no option starting with {prefix!r} in {texts}"
     page.select_option(selector, value=values[0])
 
@@ -153,8 +159,62 @@ def test_explorer_in_jupyterlab(lab: Lab) -> None:
             page.click(".wb-explorer .lm-TabBar-tab:has-text('History')")
             history = page.inner_text(".wb-history")
             assert "demo/datasets/query" in history and json.dumps({"dataset": "penguins", "limit": 3})[:20] in history
+            panes(page)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "explorer-failure.png"), full_page=True)
             raise
         finally:
             browser.close()
+
+
+def wait_text(page: Any, selector: str, text: str, timeout: float = 60_000) -> None:
+    page.wait_for_function(
+        f"() => (document.querySelector({json.dumps(selector)})?.innerText || '').includes({json.dumps(text)})",
+        timeout=timeout,
+    )
+
+
+def tab(page: Any, title: str) -> None:
+    page.click(f".wb-explorer .lm-TabBar-tab:has-text('{title}')")
+
+
+def panes(page: Any) -> None:
+    """The inspector's panes: a server's question answered by a click, resources, prompts, logs."""
+    # a tool that asks the person: the form shows in the explorer, Accept answers the server
+    tab(page, "Tools")
+    choose(page, ".wb-server-select select", "● cs")
+    choose(page, ".wb-tool-select select", "ask_person")
+    page.click(".wb-call")
+    page.wait_for_selector(".wb-elicitation .wb-field-name input", timeout=60_000)
+    page.fill(".wb-elicitation .wb-field-name input", "Clicked in a browser")
+    page.screenshot(path=str(ARTIFACTS / "explorer-elicitation.png"), full_page=True)
+    page.click(".wb-elicitation button:has-text('Accept')")
+    wait_text(page, ".wb-result", "demo/cs/ask_person [ok")
+    assert '"accept"' in page.inner_text(".wb-result")
+    tab(page, "History")  # the answer the server got, in the history's elicitation entry
+    wait_text(page, ".wb-history", "Clicked in a browser")
+    assert "demo/cs <- elicitation" in page.inner_text(".wb-history")
+    tab(page, "Tools")
+    # a tool that logs; the Logs tab shows its lines
+    choose(page, ".wb-tool-select select", "log_at")
+    page.click(".wb-call")
+    wait_text(page, ".wb-result", "[ok")
+    tab(page, "Logs")
+    wait_text(page, ".wb-log-view", "[warning] clientserver: hello")
+    page.screenshot(path=str(ARTIFACTS / "explorer-logs.png"), full_page=True)
+    # resources of the datasets server: the index reads as JSON
+    choose(page, ".wb-server-select select", "● datasets")
+    tab(page, "Resources")
+    choose(page, ".wb-resource-select select", "dataset://index", contains=True)
+    wait_text(page, ".wb-resource-result", "penguins")
+    page.screenshot(path=str(ARTIFACTS / "explorer-resources.png"), full_page=True)
+    # a prompt with its argument filled in
+    tab(page, "Prompts")
+    choose(page, ".wb-prompt-select select", "analyze_dataset")
+    page.wait_for_selector(".wb-prompt-arg input", timeout=30_000)
+    arg = page.locator(".wb-prompt-arg input").first
+    arg.fill("penguins")
+    arg.press("Tab")
+    page.click(".wb-prompt-get")
+    wait_text(page, ".wb-prompt-result", "penguins")
+    page.screenshot(path=str(ARTIFACTS / "explorer-prompts.png"), full_page=True)

@@ -26,6 +26,7 @@ def wait_gone(pids: set[int], limit: float = 10.0) -> set[int]:
     return alive
 
 
+@pytest.mark.timeout(300)
 def test_readers_on_other_threads_while_toolboxes_open_and_close(make_workbench) -> None:
     """Four threads read status/toolboxes/tools/search while another opens and closes 40 toolboxes."""
     names = [f"m{i}" for i in range(4)]
@@ -42,6 +43,7 @@ def test_readers_on_other_threads_while_toolboxes_open_and_close(make_workbench)
             except BaseException as exc:  # any exception here is the defect under test
                 errors.append(exc)
                 return
+            time.sleep(0)  # let the other threads (the opener, the loop) have the GIL too
 
     readers = [
         threading.Thread(target=reader, args=(fn,), daemon=True)

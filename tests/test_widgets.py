@@ -293,3 +293,24 @@ def test_a_closed_explorer_unsubscribes(wb: Workbench) -> None:
     del explorer
     gc.collect()
     assert wb.subscriber_count == before
+
+
+def test_tabs_and_markdown_descriptions(wb: Workbench) -> None:
+    explorer = Explorer(wb, "t")
+    try:
+        assert explorer.tabs.titles == ("Tools", "Resources", "Prompts", "Logs", "History")
+        explorer.select("t/s/echo")
+        shown = [o["data"] for o in explorer.tool_doc.outputs]
+        assert shown and "text/markdown" in shown[0]  # rendered by the front end, `code` and all
+        assert shown[0]["text/markdown"] == wb.tool("t/s/echo").description
+        # the server's label is whole: the selector spans the explorer's width
+        assert explorer.server_select.layout.flex == "1 1 auto"
+        label = dict((v, lbl) for lbl, v in explorer.server_select.options)["s"]
+        assert label.endswith("· 2026-07-28") and " tools · " in label
+        # a pane reads its server when its tab is shown
+        explorer.tabs.selected_index = 1
+        assert explorer.resources.target == "t/s"
+        explorer.tabs.selected_index = 3
+        assert "connecting (stdio)" in explorer.logs.text
+    finally:
+        explorer.close()

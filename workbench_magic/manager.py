@@ -600,6 +600,21 @@ class Workbench(Configurable):
         self._handlers["roots"] = _roots(roots)
         self._push_options()
 
+    def set_server_log_level(self, target: str, level: str) -> None:
+        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox:
+        at once on handshake-era connections, at their next connect on 2026-07-28 ones."""
+        if level not in LOG_LEVELS:
+            raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Name a toolbox or toolbox/server")
+
+        async def apply() -> None:
+            for conn in await self._core.connections(toolbox, server, self.settings):
+                await conn.set_log_level(level)
+
+        self._run(short_errors(apply()))
+
     def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
         """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
         back to the config's (or `wb.roots`). Handshake-era servers are told at once."""

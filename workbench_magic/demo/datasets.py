@@ -7,6 +7,22 @@ charts are PNGs drawn pixel by pixel in pure Python.
 Tools: ``list_datasets``, ``describe_dataset``, ``query``, ``aggregate``, ``plot`` (returns
 an image), ``profile`` (reports progress). Resources: ``dataset://index`` and the template
 ``dataset://{name}`` (the CSV text). Prompt: ``analyze_dataset``.
+
+The client side of MCP (what the server asks of the client, and tells it):
+
+* ``describe_with_model(dataset)`` asks the client's model (sampling) for a paragraph about a
+  dataset's columns and returns it;
+* ``choose_columns(dataset)`` asks the person (form elicitation: which columns, how many rows)
+  and returns those rows, or the action when the person declined or cancelled;
+* ``query`` sends log messages (``notifications/message``, logger ``datasets``): ``info`` when it
+  starts, ``warning`` when its filter matches no rows. ``logging/setLevel`` is served, so the
+  ``logging`` capability is declared;
+* completions: the ``name`` of ``dataset://{name}`` and of the prompt ``analyze_dataset``.
+
+Both go through the SDK's resolvers (``Annotated[T, Resolve(fn)]`` where ``fn`` returns ``Sample``
+or ``Elicit``), which pick the transport by protocol: on 2025-11-25 a ``sampling/createMessage`` or
+``elicitation/create`` request sent to the client mid-call; on 2026-07-28 an
+``InputRequiredResult`` that the client answers by calling the tool again with the answer.
 """
 
 from __future__ import annotations
@@ -16,6 +32,7 @@ import io
 import json
 import math
 import struct
+import warnings
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -24,13 +41,18 @@ from importlib import resources
 from typing import Annotated, Any, Literal
 
 import anyio
+import mcp_types as types
 from mcp.server import MCPServer
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.resolve import AcceptedElicitation, Elicit, ElicitationResult, Resolve, Sample
 from mcp.server.mcpserver.utilities.types import Image
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp_types import LoggingLevel
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field, create_model
 
 Cell = str | int | float | None
 """One value of a table: a number, a string, or ``None`` for an empty CSV field."""
@@ -53,6 +75,9 @@ query(dataset, columns, where, order_by, descending, limit) filters and sorts ro
 a filter is {"column", "op", "value"} with op one of == != < <= > >= contains.
 aggregate(dataset, group_by, metric, agg) groups rows; plot(dataset, x, y, kind) draws a PNG chart;
 profile(dataset) describes a table column by column while reporting progress.
+describe_with_model(dataset) asks the client's model for a description of a table's columns
+(sampling); choose_columns(dataset) asks the user which columns and how many rows to return
+(elicitation).
 The raw CSV of each table is the resource dataset://{name}."""
 
 mcp: MCPServer = MCPServer("datasets", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -197,6 +222,23 @@ class AggregateResult(BaseModel):
     rows: list[dict[str, Cell]]
 
 
+class ModelDescription(BaseModel):
+    """Result of `describe_with_model`: what the client's model wrote, and which model it was."""
+
+    dataset: str
+    model: str
+    description: str
+
+
+class ChosenRows(BaseModel):
+    """Result of `choose_columns`: the person's answer and, when accepted, the rows it selects."""
+
+    action: Literal["accept", "decline", "cancel"]
+    columns: list[str] = Field(description="The columns chosen (empty unless accepted)")
+    rows: list[dict[str, Cell]] = Field(description="The first `limit` rows with those columns")
+    total: int = Field(description="Rows in the dataset")
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -283,6 +325,42 @@ def _round(value: float) -> float:
     return round(value, 4)
 
 
+# --------------------------------------------------------------------------- log messages
+
+LOGGER = "datasets"
+"""The logger name of this server's log messages."""
+LOG_LEVELS: tuple[LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class _LogState:
+    """The level the client last asked for with ``logging/setLevel`` (2025-11-25 only)."""
+
+    level: LoggingLevel | None = None
+
+
+async def _log(ctx: Context, level: LoggingLevel, message: str) -> None:
+    """Send one log message (``notifications/message``) on this request's own stream.
+
+    On 2026-07-28 a request opts in with the ``io.modelcontextprotocol/logLevel`` key of its
+    ``_meta`` and the SDK drops messages below that level; on 2025-11-25 the level is the one of
+    the connection's last ``logging/setLevel`` (every level until it sends one).
+    """
+    threshold = None if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else _LogState.level
+    if threshold is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+        return
+    await ctx.log(level, message, logger_name=LOGGER)
+
+
+async def _set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+    """``logging/setLevel`` (2025-11-25): serving it is what declares the ``logging`` capability."""
+    _LogState.level = params.level
+    return types.EmptyResult()
+
+
+# The SDK's MCPServer has no decorator for logging/setLevel: register it on the low-level server.
+mcp._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_level)
+
+
 # --------------------------------------------------------------------------- tools
 
 DatasetName = Annotated[str, Field(description="Dataset name: penguins, weather or sales")]
@@ -307,8 +385,9 @@ def describe_dataset(name: DatasetName) -> DatasetDescription:
 
 
 @mcp.tool(annotations=READ_ONLY)
-def query(
+async def query(
     dataset: DatasetName,
+    ctx: Context,
     columns: Annotated[list[str] | None, Field(description="Columns to return (default: all)")] = None,
     where: Annotated[list[Filter] | None, Field(description="Conditions that must all hold")] = None,
     order_by: Annotated[str | None, Field(description="Column to sort by (empty values last)")] = None,
@@ -317,12 +396,17 @@ def query(
 ) -> QueryResult:
     """Select rows of a dataset: filter with ``where``, sort with ``order_by``, keep ``columns``.
 
-    ``total`` is the number of matching rows before ``limit`` is applied.
+    ``total`` is the number of matching rows before ``limit`` is applied. Sends an ``info`` log
+    message when it starts and a ``warning`` when the conditions match no row.
     """
+    conditions = " and ".join(f"{f.column} {f.op} {f.value!r}" for f in where or []) or "every row"
+    await _log(ctx, "info", f"query {dataset}: {conditions}, limit {limit}")
     table = load(dataset)
     selected = [table.check_column(c) for c in columns] if columns else list(table.columns)
     matchers = [_matcher(table, f) for f in where or []]
     rows = [row for row in table.rows if all(m(row) for m in matchers)]
+    if matchers and not rows:
+        await _log(ctx, "warning", f"query {dataset}: no row matches {conditions}")
     if order_by is not None:
         key = table.check_column(order_by)
         present = [r for r in rows if r[key] is not None]
@@ -436,6 +520,97 @@ async def profile(
     return DatasetDescription(name=table.name, rows=len(table.rows), columns=stats)
 
 
+# --------------------------------------------------------------------------- sampling and elicitation
+
+
+def _column_line(table: Table, stats: ColumnStats) -> str:
+    """One column of a dataset, described in a line of plain text for a model."""
+    missing = len(table.rows) - stats.non_null
+    gaps = f", {missing} missing" if missing else ""
+    if stats.type == "str":
+        examples = ", ".join(v.value for v in stats.top or [])
+        return f"- {stats.name}: text, {stats.unique} distinct values (most common: {examples}){gaps}"
+    return f"- {stats.name}: {stats.type}, from {stats.min} to {stats.max}, mean {stats.mean}{gaps}"
+
+
+def description_request(dataset: str) -> Sample:
+    """Resolver of `describe_with_model`: one user message with the dataset's columns, for sampling."""
+    table = load(dataset)
+    lines = [_column_line(table, stats) for stats in _describe(table).columns]
+    text = "\n".join(
+        [
+            f"The dataset {dataset!r} ({DESCRIPTIONS[dataset]}) has {len(table.rows)} rows and these columns:",
+            *lines,
+            "Describe its columns in one paragraph for someone about to analyze it.",
+        ]
+    )
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))
+    return Sample([message], max_tokens=300, system_prompt="You are a concise data analyst.")
+
+
+def _sampled_text(result: types.CreateMessageResult) -> str:
+    """The text of a sampling answer (its content is one block or, on 2025-11-25, a list)."""
+    content = result.content if isinstance(result.content, list) else [result.content]
+    return "".join(block.text for block in content if isinstance(block, types.TextContent))
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def describe_with_model(
+    dataset: DatasetName,
+    answer: Annotated[types.CreateMessageResult, Resolve(description_request)],
+) -> ModelDescription:
+    """Ask the client's model (sampling) for a one-paragraph description of a dataset's columns.
+
+    The client must support sampling: without it the call fails, naming the missing capability.
+    """
+    return ModelDescription(dataset=dataset, model=answer.model, description=_sampled_text(answer))
+
+
+DEFAULT_ROWS = 5
+"""The row limit `choose_columns` offers by default."""
+
+
+@cache
+def choice_form(dataset: str) -> type[BaseModel]:
+    """The form `choose_columns` asks for `dataset`: a multi-select of its columns and a row limit."""
+    table = load(dataset)
+    column: Any = Literal.__getitem__(tuple(table.columns))  # one of the dataset's columns
+    return create_model(
+        f"{dataset.capitalize()}Choice",
+        columns=(
+            list[column],
+            Field(min_length=1, title="Columns", description=f"Columns of {dataset} to keep"),
+        ),
+        limit=(
+            int,
+            Field(default=DEFAULT_ROWS, ge=1, le=len(table.rows), title="Rows", description="How many rows"),
+        ),
+    )
+
+
+def columns_question(dataset: str) -> Elicit[BaseModel]:
+    """Resolver of `choose_columns`: the form elicitation."""
+    return Elicit(f"Which columns of {dataset!r} do you want, and how many rows?", choice_form(dataset))
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def choose_columns(
+    dataset: DatasetName,
+    choice: Annotated[ElicitationResult[BaseModel], Resolve(columns_question)],
+) -> ChosenRows:
+    """Ask the user which columns and how many rows of a dataset they want (elicitation), and return them.
+
+    ``action`` is the user's answer: ``accept`` (with the rows), ``decline`` or ``cancel`` (no rows).
+    """
+    table = load(dataset)
+    if not isinstance(choice, AcceptedElicitation):
+        return ChosenRows(action=choice.action, columns=[], rows=[], total=len(table.rows))
+    answer = choice.data.model_dump()
+    columns = [table.check_column(c) for c in answer["columns"]]
+    rows = [{c: row[c] for c in columns} for row in table.rows[: answer["limit"]]]
+    return ChosenRows(action="accept", columns=columns, rows=rows, total=len(table.rows))
+
+
 # --------------------------------------------------------------------------- resources and prompt
 
 
@@ -483,6 +658,21 @@ def analyze_dataset(name: Annotated[str, Field(description="Dataset to analyze")
             "Finish with three findings and one question worth investigating further.",
         ]
     )
+
+
+@mcp.completion()
+async def complete(
+    ref: types.PromptReference | types.ResourceTemplateReference,
+    argument: types.CompletionArgument,
+    context: types.CompletionContext | None,
+) -> types.Completion | None:
+    """Complete dataset names: the ``name`` of ``dataset://{name}`` and of the prompt ``analyze_dataset``."""
+    template = isinstance(ref, types.ResourceTemplateReference) and ref.uri == "dataset://{name}"
+    prompt = isinstance(ref, types.PromptReference) and ref.name == "analyze_dataset"
+    if not (template or prompt) or argument.name != "name":
+        return None
+    values = [name for name in sorted(DESCRIPTIONS) if name.startswith(argument.value)]
+    return types.Completion(values=values, total=len(values), has_more=False)
 
 
 # --------------------------------------------------------------------------- PNG drawing
@@ -684,6 +874,9 @@ def _bar_png(bars: list[tuple[str, float]], title: str) -> bytes:
 
 def main() -> None:
     """Run the server over stdio."""
+    # Log messages and sampling are deprecated at 2026-07-28 (both eras are served): keep the
+    # SDK's warnings about them out of the server's stderr.
+    warnings.simplefilter("ignore", MCPDeprecationWarning)
     mcp.run()
 
 

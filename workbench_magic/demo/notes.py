@@ -5,19 +5,36 @@ process: notes added by one call are seen by the next, and vanish when the serve
 This makes it the demo of a stateful server (and of a destructive tool, ``delete_note``).
 
 Tools: ``add_note``, ``list_notes``, ``get_note``, ``search_notes``, ``delete_note``,
-``set_value``, ``get_value``, ``count_words``. Resource: ``notes://all``. Prompt:
-``summarize_notes``.
+``set_value``, ``get_value``, ``count_words``, ``my_roots``. Resources: ``notes://all`` and
+``notes://count``. Prompt: ``summarize_notes``.
+
+The client side of MCP:
+
+* resource subscriptions: ``add_note`` and ``delete_note`` change ``notes://all`` and
+  ``notes://count`` and tell the subscribers of each (``resources.subscribe`` is declared). On
+  2026-07-28 the client subscribes with a ``subscriptions/listen`` stream and the update arrives on
+  it; on 2025-11-25 with ``resources/subscribe``, and the update is a
+  ``notifications/resources/updated`` notification;
+* roots: ``my_roots`` asks the client for its roots (``roots/list`` mid-call on 2025-11-25, an
+  ``InputRequiredResult`` answered by a retry on 2026-07-28) and returns them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
+import mcp_types as types
 from mcp.server import MCPServer
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -26,7 +43,8 @@ An in-memory notes store for this session. add_note(title, body, tags) creates a
 returns it with its integer id; list_notes(tag), get_note(id), search_notes(query) and
 delete_note(id) work on them. set_value(key, value) and get_value(key) keep arbitrary JSON
 values. count_words(text) counts words, characters and lines. Everything is lost when the
-server stops. The resource notes://all holds every note as JSON."""
+server stops. The resource notes://all holds every note as JSON, notes://count how many there are;
+both can be subscribed to. my_roots lists the client's roots."""
 
 mcp: MCPServer = MCPServer("notes", instructions=INSTRUCTIONS, log_level="WARNING")
 
@@ -75,6 +93,19 @@ class TextCounts(TypedDict):
     lines: int
 
 
+class RootInfo(BaseModel):
+    """One of the client's roots."""
+
+    uri: str
+    name: str | None
+
+
+class Roots(BaseModel):
+    """Result of `my_roots`."""
+
+    roots: list[RootInfo]
+
+
 class NoteStore:
     """The in-memory state: notes by id, and the key-value store."""
 
@@ -103,6 +134,56 @@ class NoteStore:
 
 STORE = NoteStore()
 
+ALL_URI = "notes://all"
+COUNT_URI = "notes://count"
+
+
+# --------------------------------------------------------------------------- subscriptions
+
+# Handshake-era (2025-11-25) connections that sent resources/subscribe, per URI (by identity).
+SUBSCRIBERS: dict[str, dict[int, Connection]] = {}
+
+
+async def notify_changed(ctx: Context, *uris: str) -> None:
+    """Tell the subscribers of ``uris`` that those resources changed, on both protocol eras."""
+    for uri in uris:
+        # 2026-07-28: the subscriptions/listen streams whose filter names the URI.
+        await ctx.notify_resource_updated(uri)
+        # 2025-11-25: the connections that sent resources/subscribe for it.
+        for key, connection in list(SUBSCRIBERS.get(uri, {}).items()):
+            try:
+                await connection.send_resource_updated(uri)
+            except Exception:  # a connection that is going away
+                SUBSCRIBERS[uri].pop(key, None)
+
+
+async def _subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+    """``resources/subscribe`` (2025-11-25): remember the connection until it closes."""
+    # Each request has its own ServerSession; the connection behind it is what lives on (and
+    # unwinds its exit stack when it closes). The SDK has no public accessor for it yet.
+    connection: Connection = ctx.session._connection
+    subscribers = SUBSCRIBERS.setdefault(str(params.uri), {})
+    if id(connection) not in subscribers:
+        subscribers[id(connection)] = connection
+        connection.exit_stack.callback(subscribers.pop, id(connection), None)
+    return types.EmptyResult()
+
+
+async def _unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    """``resources/unsubscribe`` (2025-11-25)."""
+    SUBSCRIBERS.get(str(params.uri), {}).pop(id(ctx.session._connection), None)
+    return types.EmptyResult()
+
+
+# MCPServer has no decorators for these: register them on its low-level server. Serving
+# resources/subscribe is what declares `resources.subscribe` on the handshake era (on 2026-07-28 it
+# follows from subscriptions/listen, which MCPServer serves).
+mcp._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
+mcp._lowlevel_server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
+
+
+# --------------------------------------------------------------------------- tools
+
 NoteId = Annotated[int, Field(description="Note id, as returned by add_note")]
 
 
@@ -110,10 +191,13 @@ NoteId = Annotated[int, Field(description="Note id, as returned by add_note")]
 async def add_note(
     title: Annotated[str, Field(description="Short title")],
     body: Annotated[str, Field(description="Text of the note")],
+    ctx: Context,
     tags: Annotated[Sequence[str], Field(description="Tags for filtering with list_notes")] = (),
 ) -> Note:
-    """Add a note and return it, with its new id."""
-    return STORE.add(title, body, tags)
+    """Add a note and return it, with its new id. Subscribers of notes://all and notes://count are told."""
+    note = STORE.add(title, body, tags)
+    await notify_changed(ctx, ALL_URI, COUNT_URI)
+    return note
 
 
 @mcp.tool(annotations=READ_ONLY)
@@ -146,10 +230,11 @@ async def search_notes(
 
 
 @mcp.tool(annotations=DESTRUCTIVE)
-async def delete_note(id: NoteId) -> Note:
-    """Delete a note for good; returns the deleted note."""
+async def delete_note(id: NoteId, ctx: Context) -> Note:
+    """Delete a note for good; returns the deleted note. Subscribers of notes://all and notes://count are told."""
     note = STORE.get(id)
     del STORE.notes[id]
+    await notify_changed(ctx, ALL_URI, COUNT_URI)
     return note
 
 
@@ -178,10 +263,27 @@ async def count_words(text: Annotated[str, Field(description="Text to count")]) 
     return TextCounts(words=len(text.split()), chars=len(text), lines=len(text.splitlines()))
 
 
-@mcp.resource("notes://all", name="all notes", mime_type="application/json")
+def roots_question() -> ListRoots:
+    """Resolver of `my_roots`: ask the client for its roots."""
+    return ListRoots()
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def my_roots(result: Annotated[types.ListRootsResult, Resolve(roots_question)]) -> Roots:
+    """The client's roots: the directories (file:// URIs) it lets servers work in."""
+    return Roots(roots=[RootInfo(uri=str(root.uri), name=root.name) for root in result.roots])
+
+
+@mcp.resource(ALL_URI, name="all notes", mime_type="application/json")
 def all_notes() -> str:
     """Every note, as a JSON array."""
     return json.dumps([n.model_dump() for n in STORE.notes.values()], indent=2)
+
+
+@mcp.resource(COUNT_URI, name="note count", mime_type="text/plain")
+def note_count() -> str:
+    """How many notes there are; subscribe to hear when it changes."""
+    return str(len(STORE.notes))
 
 
 @mcp.prompt()
@@ -201,6 +303,9 @@ def summarize_notes() -> str:
 
 def main() -> None:
     """Run the server over stdio."""
+    # Roots and resources/subscribe are deprecated at 2026-07-28 (both eras are served): keep the
+    # SDK's warnings about them out of the server's stderr.
+    warnings.simplefilter("ignore", MCPDeprecationWarning)
     mcp.run()
 
 

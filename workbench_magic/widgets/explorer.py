@@ -26,7 +26,7 @@ from workbench_magic.results import ServerStatus, ToolInfo, status_table_html, t
 from workbench_magic.runtime import Channel, LoopChannel, QueueChannel
 from workbench_magic.widgets.asking import ElicitationPanel, PanelAsker
 from workbench_magic.widgets.forms import FormError, SchemaForm, close_tree
-from workbench_magic.widgets.results import render_error, render_message, render_result
+from workbench_magic.widgets.results import render_error, render_markdown, render_message, render_result
 
 if TYPE_CHECKING:
     from workbench_magic.core import Event
@@ -104,6 +104,7 @@ class Explorer:
         self._settled = True
         self._updating = False
         self._channel = _kernel_channel()
+        self._log_timer: asyncio.TimerHandle | None = None
         self._build()
         self._asker = PanelAsker(self.requests_box)
         self._channel.asker = self._asker
@@ -128,13 +129,16 @@ class Explorer:
 
     # ---- construction -----------------------------------------------------------------
     def _build(self) -> None:
-        half = w.Layout(width="100%")
-        self.toolbox_select = w.Dropdown(description="toolbox", layout=half)
-        self.server_select = w.Select(description="servers", rows=5, layout=half)
-        self.server_info = w.HTML()
+        auto = {"description_width": "auto"}
+        self.toolbox_select = w.Dropdown(description="toolbox", style=auto, layout=w.Layout(width="28%"))
+        # a Dropdown as wide as the explorer: server labels (status, tool count, protocol) stay whole
+        self.server_select = w.Dropdown(description="server", style=auto, layout=w.Layout(flex="1 1 auto"))
+        self.server_info = w.HTML(layout=w.Layout(width="100%"))
         self.reconnect_button = w.Button(description="reconnect", icon="refresh", layout=w.Layout(width="auto"))
-        self.tool_select = w.Select(description="tools", rows=12, layout=half)
+        self.tool_select = w.Select(rows=14, layout=w.Layout(width="100%"))
         self.tool_info = w.HTML()
+        # the description is Markdown (servers write `code` and lists in it), rendered by the front end
+        self.tool_doc = w.Output(layout=w.Layout(max_height="14em", overflow="auto"))
         self.form_box = w.VBox()
         self.call_button = w.Button(description="Call", button_style="primary", icon="play", disabled=True)
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
@@ -151,6 +155,7 @@ class Explorer:
             (self.server_info, "wb-server-info"),
             (self.tool_select, "wb-tool-select"),
             (self.tool_info, "wb-tool-info"),
+            (self.tool_doc, "wb-tool-doc"),
             (self.call_button, "wb-call"),
             (self.cancel_button, "wb-cancel"),
             (self.copy_button, "wb-copy"),
@@ -162,14 +167,13 @@ class Explorer:
         ):
             widget.add_class(css)
 
-        left = w.VBox(
-            [self.toolbox_select, self.server_select, self.server_info, self.reconnect_button, self.tool_select],
-            layout=w.Layout(width="36%", padding="0 8px 0 0"),
-        )
+        top = w.HBox([self.toolbox_select, self.server_select, self.reconnect_button], layout=w.Layout(width="100%"))
+        left = w.VBox([self.tool_select], layout=w.Layout(width="36%", padding="0 8px 0 0"))
         buttons = w.HBox([self.call_button, self.cancel_button, self.copy_button])
         right = w.VBox(
             [
                 self.tool_info,
+                self.tool_doc,
                 self.form_box,
                 buttons,
                 w.HBox([self.progress, self.progress_label]),
@@ -179,10 +183,14 @@ class Explorer:
             ],
             layout=w.Layout(width="64%"),
         )
-        self.tabs = w.Tab(children=[w.HBox([left, right]), self.history_pane])
-        self.tabs.titles = ("Explorer", "History")
-        self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), self.tabs])
+        self._panes = self._make_panes()
+        self.tabs = w.Tab(
+            children=[w.HBox([left, right]), *(pane.widget for pane in self._panes.values()), self.history_pane]
+        )
+        self.tabs.titles = ("Tools", "Resources", "Prompts", "Logs", "History")
+        self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), top, self.server_info, self.tabs])
         self.widget.add_class("wb-explorer")
+        self.tabs.observe(self._on_tab, names="selected_index")
 
         self.toolbox_select.observe(self._on_toolbox, names="value")
         self.server_select.observe(self._on_server, names="value")
@@ -191,6 +199,70 @@ class Explorer:
         self.cancel_button.on_click(self._guard(lambda _: self.cancel()))
         self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
         self.reconnect_button.on_click(self._guard(lambda _: self._reconnect()))
+
+    def _make_panes(self) -> dict[str, Any]:
+        from workbench_magic.widgets.log_pane import LogPane
+        from workbench_magic.widgets.prompt_pane import PromptPane
+        from workbench_magic.widgets.resource_pane import ResourcePane
+
+        self._pane_targets: dict[str, tuple[str | None, str | None]] = {}
+        return {
+            "Resources": ResourcePane(self.workbench),
+            "Prompts": PromptPane(self.workbench),
+            "Logs": LogPane(self.workbench),
+        }
+
+    @property
+    def resources(self) -> Any:
+        """The Resources tab's pane."""
+        return self._panes["Resources"]
+
+    @property
+    def prompts(self) -> Any:
+        """The Prompts tab's pane."""
+        return self._panes["Prompts"]
+
+    @property
+    def logs(self) -> Any:
+        """The Logs tab's pane."""
+        return self._panes["Logs"]
+
+    def _on_tab(self, change: Any = None) -> None:
+        """A pane reads its server when it is shown (not on every change of selection)."""
+        title = self.tabs.titles[self.tabs.selected_index or 0]
+        if title == "History":
+            self._render_history()
+        pane = self._panes.get(title)
+        if pane is None:
+            return
+        target = (self.toolbox_select.value, self.server_select.value)
+        if self._pane_targets.get(title) != target:
+            self._pane_targets[title] = target
+            pane.show(*target)
+        else:
+            pane.refresh()
+        if title in ("Logs", "Resources"):
+            self._tick()
+
+    def _tick(self) -> None:
+        """While the Logs or Resources tab shows, bring it up to date every second (in a kernel,
+        on its event loop): new log lines, a watched resource's updates."""
+        loop = getattr(self._channel, "loop", None)
+        if loop is None or self.closed or self._log_timer is not None:
+            return
+
+        def tick() -> None:
+            self._log_timer = None
+            title = self.tabs.titles[self.tabs.selected_index or 0]
+            if self.closed or title not in ("Logs", "Resources"):
+                return
+            if title == "Logs":
+                self.logs.refresh()
+            else:
+                self.resources.sync()
+            self._tick()
+
+        self._log_timer = loop.call_later(1.0, tick)
 
     def _guard(self, handler: Callable[[Any], Any]) -> Callable[[Any], None]:
         """Button handlers report failures in the result pane, not in some cell's output."""
@@ -244,6 +316,10 @@ class Explorer:
         for form in self._forms.values():
             form.close()
         self._forms.clear()
+        for pane in self._panes.values():
+            pane.close()
+        if self._log_timer is not None:
+            self._log_timer.cancel()
         close_tree(self.widget, self.cell_text)
         explorers = self._shared.get(self.workbench, {})
         if explorers.get(self.home) is self:
@@ -307,6 +383,8 @@ class Explorer:
             self._on_tool()
             return
         self.server_info.value = self._server_html(status)
+        if self.tabs.selected_index:
+            self._on_tab()
         tools = self._server_tools(status)
         keep = self.tool_select.value
         names = [t.name for t in tools]
@@ -335,6 +413,7 @@ class Explorer:
         self.tool = tool
         if tool is None:
             self.tool_info.value = ""
+            render_markdown(self.tool_doc, "")
             self.form_box.children = ()
             self.form = None
             self.call_button.disabled = True
@@ -343,10 +422,8 @@ class Explorer:
             f"<span style='border:1px solid #888;border-radius:3px;padding:0 4px;margin-left:4px'>{_esc(b)}</span>"
             for b in badges(tool)
         )
-        self.tool_info.value = (
-            f"<div><b><code>{_esc(tool.path)}</code></b>{marks}</div>"
-            f"<div style='white-space:pre-wrap;color:#444'>{_esc((tool.description or '').strip())}</div>"
-        )
+        self.tool_info.value = f"<div><b><code>{_esc(tool.path)}</code></b>{marks}</div>"
+        render_markdown(self.tool_doc, (tool.description or "").strip())
         form = self._form_for(tool)
         if form is not self.form:
             self.form = form

@@ -90,6 +90,15 @@ def _show(out: Any, html_text: str, plain: str) -> None:
     out.append_display_data(_Bundle({"text/html": html_text, "text/plain": plain}))
 
 
+def render_markdown(out: Any, text: str) -> None:
+    """Show Markdown text in an `Output` (plain text where no front end renders Markdown)."""
+    from IPython.display import Markdown
+
+    out.outputs = ()
+    if text:
+        out.append_display_data(Markdown(text))
+
+
 def render_error(out: Any, message: str) -> None:
     """An error in red, replacing what the pane showed."""
     out.outputs = ()

@@ -1,0 +1,508 @@
+"""The explorer's Resources, Prompts and Logs panes at the Python level, against real servers."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SERVERS, toolbox
+from IPython.core.interactiveshell import InteractiveShell
+
+from workbench_magic import Workbench
+from workbench_magic.errors import WorkbenchError
+from workbench_magic.magics import parse_pairs, substitute
+from workbench_magic.widgets.log_pane import LogPane
+from workbench_magic.widgets.prompt_pane import PromptPane
+from workbench_magic.widgets.resource_pane import ResourcePane, magic_pair
+
+CLIENTSERVER = str(SERVERS / "clientserver.py")
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+BLOB_SERVER = f'''
+import base64
+from mcp.server import MCPServer
+from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+from mcp_types import ImageContent
+
+PNG = base64.b64decode("{PNG}")
+server = MCPServer("blobs")
+server.resource("blob://dot.png", name="dot", mime_type="image/png")(lambda: PNG)
+server.resource("blob://data.bin", name="data", mime_type="application/octet-stream")(lambda: b"\\x00\\x01\\x02binary")
+server.resource("file:///readme.md", name="readme")(lambda: "# Title\\n\\nsome *markdown*")
+
+@server.prompt()
+def picture() -> list:
+    """A prompt with an image."""
+    image = ImageContent(type="image", data="{PNG}", mime_type="image/png")
+    return [UserMessage(content=image), AssistantMessage(content="a dot")]
+
+server.run()
+'''
+
+
+def outputs_text(out: Any) -> str:
+    """Everything an Output widget shows, as text, HTML and markdown."""
+    parts = []
+    for output in out.outputs:
+        data = output.get("data", {})
+        parts += [str(data.get(kind, "")) for kind in ("text/plain", "text/html", "text/markdown")]
+    return "\n".join(parts)
+
+
+def mimes(out: Any) -> set[str]:
+    return {kind for output in out.outputs for kind in output.get("data", {})}
+
+
+def live_widgets() -> int:
+    from ipywidgets.widgets import widget as widget_module
+
+    gc.collect()
+    return len(widget_module._instances)
+
+
+def select(pane: ResourcePane, uri: str) -> None:
+    pane.select.value = next(i for i, r in enumerate(pane.resources) if r.uri == uri)
+
+
+@pytest.fixture
+def wb(make_workbench: Callable[..., Workbench]) -> Workbench:
+    wb = make_workbench(
+        {
+            "toolboxes": {
+                "c": toolbox({"cs": {"command": sys.executable, "args": [CLIENTSERVER]}}),
+                "legacy": toolbox({"csl": {"command": sys.executable, "args": [CLIENTSERVER, "--legacy"]}}),
+                "demo": toolbox(
+                    {"datasets": {"command": sys.executable, "args": ["-m", "workbench_magic.demo.datasets"]}}
+                ),
+                "broken": toolbox(
+                    {
+                        "ok": {"command": sys.executable, "args": [CLIENTSERVER]},
+                        "bad": {"command": "sh", "args": ["-c", "echo cannot-start >&2; exit 2"]},
+                    }
+                ),
+            }
+        }
+    )
+    wb.open("c")
+    return wb
+
+
+@pytest.fixture
+def blobs(make_workbench: Callable[..., Workbench], tmp_path: Path) -> Workbench:
+    """A workbench with a server of binary resources and a prompt with an image."""
+    script = tmp_path / "blobserver.py"
+    script.write_text(textwrap.dedent(BLOB_SERVER))
+    wb = make_workbench({"toolboxes": {"b": toolbox({"s": {"command": sys.executable, "args": [str(script)]}})}})
+    wb.open("b")
+    return wb
+
+
+def run_in_shell(wb: Workbench, monkeypatch: pytest.MonkeyPatch, cell: str) -> Any:
+    """Run a copied cell in an IPython shell whose shared workbench is `wb`; its result."""
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        outcome = shell.run_cell(cell)
+        assert outcome.error_in_exec is None and outcome.error_before_exec is None
+        return outcome.result
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+# ---- nothing selected ---------------------------------------------------------------------------
+def test_panes_without_a_server_show_hints(wb: Workbench) -> None:
+    panes = (ResourcePane(wb), PromptPane(wb), LogPane(wb))
+    try:
+        assert "wb-resources" in panes[0].widget._dom_classes
+        assert "wb-prompts" in panes[1].widget._dom_classes
+        assert "wb-logs" in panes[2].widget._dom_classes
+        assert "Select a server" in panes[0].hint.value and panes[0].select.options == ()
+        assert "Select a server" in panes[1].hint.value and panes[1].select.options == ()
+        assert "Select a server" in panes[2].hint.value and "select a server" in panes[2].view.value
+        for pane in panes:
+            with pytest.raises(WorkbenchError):
+                pane.copy_as_cell()
+            assert pane.cell is None
+    finally:
+        for pane in panes:
+            pane.close()
+
+
+def test_a_failed_server_is_one_red_line(wb: Workbench) -> None:
+    wb.open("broken")
+    pane = ResourcePane(wb)
+    try:
+        pane.show("broken", "bad")
+        assert "wb-error" in pane.hint.value and "cannot-start" in pane.hint.value
+        assert pane.select.options == ()
+        pane.show("broken", "ok")
+        assert "2 resources, 3 templates" in pane.hint.value
+    finally:
+        pane.close()
+
+
+@pytest.mark.parametrize("value", ["french", "Ada Lovelace", "7", "true", "null", "[1]", "$x", "$$y", 'it\'s "q"'])
+def test_copied_values_come_back_as_the_same_strings(value: str) -> None:
+    import shlex
+
+    assert substitute(parse_pairs(shlex.split(magic_pair("k", value))), {}) == {"k": value}
+
+
+# ---- resources ----------------------------------------------------------------------------------
+def test_resource_list_has_templates_and_a_plain_resource_reads_its_text(wb: Workbench) -> None:
+    pane = ResourcePane(wb)
+    try:
+        pane.show("c", "cs")
+        labels = [label for label, _ in pane.select.options]
+        assert "counter — counter://value" in labels
+        assert "city — city://{country}/{city}   [template]" in labels
+        assert "page — pages://{n}   [template]" in labels
+        assert "2 resources, 3 templates" in pane.hint.value
+        assert pane.select.layout.width == "100%"
+        select(pane, "about://clientserver")
+        assert "clientserver: a test server for MCP client features" in outputs_text(pane.result_pane)
+        assert "class='wb-text'" in outputs_text(pane.result_pane)
+        assert pane.subscribe_button.disabled is False
+        assert pane.copy_as_cell() == "%workbench read c/cs about://clientserver"
+        assert pane.cell_text.value == pane.cell and pane.cell_text.layout.display is None
+    finally:
+        pane.close()
+
+
+def test_a_json_resource_renders_as_a_tree(wb: Workbench) -> None:
+    wb.open("demo")
+    pane = ResourcePane(wb)
+    try:
+        pane.show("demo", "datasets")
+        select(pane, "dataset://index")
+        shown = outputs_text(pane.result_pane)
+        assert "<div class='wb-json'><details open><summary>[…] 3 items" in shown and "penguins" in shown
+    finally:
+        pane.close()
+
+
+def test_images_markdown_and_downloads(blobs: Workbench) -> None:
+    pane = ResourcePane(blobs)
+    try:
+        pane.show("b", "s")
+        select(pane, "blob://dot.png")
+        assert "image/png" in mimes(pane.result_pane)
+        select(pane, "blob://data.bin")
+        assert (
+            "<a class='wb-download' download='data.bin' href='data:application/octet-stream;base64,AAECYmluYXJ5'>"
+            in outputs_text(pane.result_pane)
+        )
+        select(pane, "file:///readme.md")
+        assert "text/markdown" in mimes(pane.result_pane) and "# Title" in outputs_text(pane.result_pane)
+    finally:
+        pane.close()
+
+
+def test_template_form_completes_and_reads(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    pane = ResourcePane(wb)
+    try:
+        pane.show("c", "cs")
+        select(pane, "city://{country}/{city}")
+        assert list(pane.fields) == ["country", "city"]
+        assert pane.subscribe_button.disabled is True
+        assert all("wb-template-var" in box._dom_classes for box in pane.fields.values())
+        assert pane.read_button in pane.form_box.children
+        country, city = pane.fields["country"], pane.fields["city"]
+        assert country.options == ("france", "finland", "fiji")  # offered before typing
+        country.value = "fi"
+        assert country.options == ("finland", "fiji")
+        country.value = "f"
+        assert country.options == ("france", "finland", "fiji")
+        country.value = "france"
+        assert city.options == ("paris", "lyon")  # the country is the context
+        pane.read_button.click()
+        assert "Fill in city" in outputs_text(pane.result_pane)  # nothing read
+        city.value = "paris"
+        pane.read_button.click()
+        assert pane.result is not None and pane.result.text == "paris, france"
+        assert "paris, france" in outputs_text(pane.result_pane)
+        cell = pane.copy_as_cell()
+        assert cell == "%workbench read c/cs 'city://{country}/{city}' country=france city=paris"
+    finally:
+        pane.close()
+    again = run_in_shell(wb, monkeypatch, cell)
+    assert again.text == "paris, france"
+
+
+def test_a_refresh_keeps_the_template_values(wb: Workbench) -> None:
+    pane = ResourcePane(wb)
+    try:
+        pane.show("c", "cs")
+        select(pane, "note://{id}")
+        pane.fields["id"].value = "7"
+        pane.refresh()
+        assert pane.selected is not None and pane.selected.uri == "note://{id}"
+        assert pane.fields["id"].value == "7"
+        pane.read()
+        assert pane.result is not None and pane.result.text == "note 7"
+        assert pane.copy_as_cell() == """%workbench read c/cs 'note://{id}' 'id="7"'"""  # stays a string
+        pane.show(None, None)  # another server: the cell still repeats the last read
+        assert pane.select.options == () and pane.fields == {}
+        assert pane.copy_as_cell() == """%workbench read c/cs 'note://{id}' 'id="7"'"""
+    finally:
+        pane.close()
+
+
+@pytest.mark.parametrize(("toolbox_name", "server"), [("c", "cs"), ("legacy", "csl")])
+def test_subscribe_counts_updates(wb: Workbench, toolbox_name: str, server: str) -> None:
+    wb.open(toolbox_name)
+    target = f"{toolbox_name}/{server}"
+    pane = ResourcePane(wb)
+    try:
+        pane.show(toolbox_name, server)
+        select(pane, "counter://value")
+        pane.subscribe_button.value = True
+        assert pane.watch is not None and pane.updates_label.value == "live · 0 updates"
+        assert pane.copy_as_cell() == (
+            "from workbench_magic import Workbench\n\nwb = Workbench.shared()\n"
+            f'w = wb.watch("{target}", "counter://value", callback=print)'
+        )
+        wb.call(f"{target}/bump", {"by": 5})
+        deadline = time.monotonic() + 15
+        while pane.updates < 1 and time.monotonic() < deadline:
+            pane.changed.wait(0.5)
+            pane.sync()
+        assert pane.updates == 1 and pane.updates_label.value == "live · 1 update"
+        assert pane.result is not None and pane.result.text == "5"
+        assert "5" in outputs_text(pane.result_pane)
+        watch = pane.watch
+        pane.subscribe_button.value = False
+        assert pane.watch is None and watch.closed and pane.updates_label.value == ""
+    finally:
+        pane.close()
+
+
+def test_the_copied_subscription_cell_runs(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    pane = ResourcePane(wb)
+    try:
+        pane.show("c", "cs")
+        select(pane, "counter://value")
+        pane.subscribe_button.value = True
+        cell = pane.copy_as_cell()
+    finally:
+        pane.close()
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    namespace: dict[str, Any] = {}
+    exec(cell, namespace)
+    watch = namespace["w"]
+    try:
+        assert watch.value.text == "0" and not watch.closed
+    finally:
+        watch.close()
+
+
+# ---- prompts ------------------------------------------------------------------------------------
+def test_prompt_form_completes_and_gets(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    pane = PromptPane(wb)
+    try:
+        pane.show("c", "cs")
+        assert pane.select.options[0][0].startswith("greet(language, name) — A greeting prompt")
+        pane.select.value = "greet"
+        language, name = pane.fields["language"], pane.fields["name"]
+        assert language.description == "language *" and name.description == "name *"
+        assert all("wb-prompt-arg" in box._dom_classes for box in pane.fields.values())
+        language.value = "e"
+        assert language.options == ("english", "esperanto", "estonian")
+        language.value = "french"
+        name.value = "Ada Lovelace"
+        pane.get_button.click()
+        assert pane.result is not None and pane.result.text == "Greet Ada Lovelace in french."
+        shown = outputs_text(pane.result_pane)
+        assert "wb-role-user" in shown and "Greet Ada Lovelace in french." in shown
+        assert "c/cs/greet · 1 message" in shown
+        cell = pane.copy_as_cell()
+        assert cell == "%workbench prompt c/cs/greet language=french 'name=Ada Lovelace'"
+        assert pane.cell_text.value == cell
+    finally:
+        pane.close()
+    again = run_in_shell(wb, monkeypatch, cell)
+    assert again.text == "Greet Ada Lovelace in french."
+
+
+def test_a_missing_required_argument_is_one_red_line(wb: Workbench) -> None:
+    pane = PromptPane(wb)
+    try:
+        pane.show("c", "cs")
+        pane.select.value = "greet"
+        pane.fields["language"].value = "french"
+        pane.get_button.click()
+        assert "Missing required argument: name" in pane.error.value and "#b00020" in pane.error.value
+        assert pane.error.value.count("<div") == 1
+        assert pane.result is None and pane.result_pane.outputs == ()
+        assert pane.copy_button.disabled is True
+        pane.fields["name"].value = "Bo"
+        pane.get_button.click()
+        assert pane.error.value == "" and pane.result is not None
+    finally:
+        pane.close()
+
+
+def test_prompt_messages_with_images_by_role(blobs: Workbench) -> None:
+    pane = PromptPane(blobs)
+    try:
+        pane.show("b", "s")
+        pane.select.value = "picture"
+        assert pane.fields == {}
+        pane.get()
+        shown = outputs_text(pane.result_pane)
+        assert "wb-role-user" in shown and "wb-role-assistant" in shown and "a dot" in shown
+        assert "image/png" in mimes(pane.result_pane)
+        assert pane.copy_as_cell() == "%workbench prompt b/s/picture"
+    finally:
+        pane.close()
+
+
+# ---- logs ---------------------------------------------------------------------------------------
+def test_log_pane_filters_clears_and_follows(wb: Workbench) -> None:
+    pane = LogPane(wb)
+    try:
+        pane.show("c", "cs")
+        assert any(line.startswith("--- workbench: connecting") for line in pane.shown)
+        wb.call("c/cs/log_at", {"levels": ["info", "warning"], "message": "first"})
+        pane.refresh()
+        assert "notifications/message [warning] clientserver: first" in pane.shown
+        assert "notifications/message [info] clientserver: first" in pane.shown
+        assert "wb-log-warning" in pane.view.value and "first" in pane.view.value
+        pane.level.value = "warning"
+        assert "notifications/message [info] clientserver: first" not in pane.shown
+        assert "notifications/message [warning] clientserver: first" in pane.shown
+        assert "1 hidden by the filter" in pane.status.value
+        assert any(line.startswith("--- workbench:") for line in pane.shown)  # not a message: shown
+        pane.messages_only.value = True
+        assert pane.shown == ["notifications/message [warning] clientserver: first"]
+        pane.messages_only.value = False
+        pane.level.value = "all"
+        # a refresh that finds nothing new leaves the view alone
+        changes: list[str] = []
+        pane.view.observe(lambda change: changes.append(change["new"]), names="value")
+        pane.refresh()
+        assert changes == []
+        pane.clear_button.click()
+        assert pane.shown == [] and "nothing yet" in pane.view.value
+        assert "notifications/message" in wb.logs("c/cs")  # the server's log is untouched
+        wb.call("c/cs/log_at", {"levels": ["error"], "message": "later"})
+        pane.refresh()
+        assert pane.shown == ["notifications/message [error] clientserver: later"]
+        assert pane.copy_as_cell() == "%workbench logs c/cs"
+    finally:
+        pane.close()
+
+
+def test_log_pane_sets_the_servers_log_level(wb: Workbench) -> None:
+    wb.open("legacy")
+    per_server = hasattr(Workbench, "set_server_log_level")
+    pane = LogPane(wb)
+    try:
+        pane.show("legacy", "csl")
+        assert pane.server_level.value == "info"
+        pane.server_level.value = "error"
+        assert wb.server_log_level == ("info" if per_server else "error")
+        assert wb.call("legacy/csl/last_log_level").text == "error"  # asked at once (handshake era)
+        wb.call("legacy/csl/log_at", {"levels": ["info", "warning", "error"], "message": "lvl"})
+        pane.refresh()
+        assert [line for line in pane.shown if "lvl" in line] == ["notifications/message [error] clientserver: lvl"]
+        pane.show("c", "cs")
+        assert pane.server_level.value == ("info" if per_server else "error")
+        pane.show("legacy", "csl")
+        assert pane.server_level.value == "error"
+        wb.server_log_level = "debug"  # the global setting wins again
+        pane.refresh()
+        assert pane.server_level.value == "debug"
+    finally:
+        pane.close()
+
+
+# ---- closing ------------------------------------------------------------------------------------
+def test_close_leaves_no_widgets_and_ends_the_subscription(wb: Workbench) -> None:
+    before = live_widgets()
+    resources, prompts, logs = ResourcePane(wb), PromptPane(wb), LogPane(wb)
+    for pane in (resources, prompts, logs):
+        pane.show("c", "cs")
+    select(resources, "city://{country}/{city}")
+    resources.fields["country"].value = "france"
+    select(resources, "note://{id}")  # the city form is replaced (and closed)
+    select(resources, "counter://value")
+    resources.subscribe_button.value = True
+    watch = resources.watch
+    resources.copy_as_cell()
+    prompts.select.value = "greet"
+    prompts.fields["language"].value = "french"
+    prompts.fields["name"].value = "Ada"
+    prompts.get()
+    prompts.copy_as_cell()
+    logs.copy_as_cell()
+    assert live_widgets() > before
+    for pane in (resources, prompts, logs):
+        pane.close()
+        pane.close()  # twice is fine
+    assert watch is not None and watch.closed
+    del resources, prompts, logs
+    assert live_widgets() == before
+
+
+# ---- in a real kernel ---------------------------------------------------------------------------
+KERNEL_SETUP = """
+from workbench_magic import Workbench
+from workbench_magic.magics import parse_pairs, substitute
+from workbench_magic.widgets.resource_pane import ResourcePane, magic_pair
+wb = Workbench.shared()
+wb.open("c")
+pane = ResourcePane(wb)
+pane.show("c", "cs")
+pane.select.value = next(i for i, r in enumerate(pane.resources) if r.uri == "counter://value")
+print(pane.subscribe_button.model_id)
+"""
+KERNEL_WAIT = """
+import asyncio
+wb.call("c/cs/bump", {"by": 3})
+for _ in range(150):
+    if pane.updates:
+        break
+    await asyncio.sleep(0.1)  # the kernel's loop delivers the update meanwhile
+print("updates", pane.updates, pane.result.text, pane.pending())
+pane.close()
+wb.close_all()
+"""
+
+
+def test_in_a_kernel_a_subscription_clicked_on_updates_the_pane_by_itself(tmp_path: Path) -> None:
+    from jupyter_client.manager import KernelManager
+
+    config = {"toolboxes": {"c": toolbox({"cs": {"command": sys.executable, "args": [CLIENTSERVER]}})}}
+    path = tmp_path / "workbench-config.json"
+    path.write_text(json.dumps(config))
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(tmp_path), env={**os.environ, "WORKBENCH_CONFIG": str(path)})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+
+        def run(code: str) -> str:
+            out: list[dict[str, Any]] = []
+            reply = kc.execute_interactive(code, timeout=60, output_hook=out.append)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            return "".join(m["content"].get("text", "") for m in out if m["msg_type"] == "stream")
+
+        model_id = run(KERNEL_SETUP).strip().splitlines()[-1]
+        # what a front end sends when the Subscribe toggle is clicked
+        state = {"method": "update", "state": {"value": True}, "buffer_paths": []}
+        msg = kc.session.msg("comm_msg", {"comm_id": model_id, "data": state})
+        kc.shell_channel.send(msg)
+        assert "updates 1 3 False" in run(KERNEL_WAIT)  # shown without any sync() call
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
