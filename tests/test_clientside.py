@@ -395,3 +395,59 @@ def test_server_everything_client_features(make_workbench) -> None:
             assert watch.updates >= 1 and watch.value is not None
         finally:
             wb.call("e/ev/toggle-subscriber-updates")
+
+
+@pytest.mark.parametrize(("server", "protocol"), ERAS)
+def test_sampling_answered_by_hand_in_the_explorer(both, server: str, protocol: str) -> None:
+    """`sampling_handler = "ask"`: the person writes the model's reply in the explorer's panel."""
+    from workbench_magic.widgets import Explorer
+
+    wb = both(sampling_handler="ask")
+    explorer = Explorer(wb, "t")
+    try:
+        explorer.select(f"t/{server}/sample")
+        assert explorer.form is not None
+        explorer.form.set_value({"prompt": "What is 2 + 2?", "max_tokens": 5})
+        explorer.call()
+        assert explorer.wait_until(lambda: bool(explorer.questions), 30), "no sampling panel shown"
+        panel = explorer.questions[0]
+        assert "What is 2 + 2?" in panel.conversation.value
+        panel.reply.value = "4"
+        panel.accept.click()
+        result = explorer.wait(30)
+        assert result is not None and result.data == {
+            "model": "person",
+            "role": "assistant",
+            "text": "4",
+            "stop_reason": "endTurn",
+        }
+        record = next(r for r in reversed(wb.history) if r.kind == "sampling")
+        assert record.answer == "4"
+    finally:
+        explorer.close()
+
+
+def test_sampling_by_hand_where_nobody_can_answer_fails_the_request(both) -> None:
+    wb = both(sampling_handler="ask")
+    result_or_error: Any
+    try:
+        result_or_error = wb.call("t/cs/sample", {"prompt": "anyone?"})
+    except ToolError as exc:
+        result_or_error = exc
+    assert "declined" in str(getattr(result_or_error, "text", result_or_error))
+
+
+def test_terminal_asker_takes_a_reply_for_a_model() -> None:
+    from workbench_magic.asking import TerminalAsker
+
+    said: list[str] = []
+    typed = iter(["  hello back  ", ""])
+    asker = TerminalAsker(read=lambda prompt: next(typed), write=said.append)
+    messages = [{"role": "user", "text": "hello"}]
+    assert asker.sample("t/s", messages, "Be brief.") == "hello back"
+    assert said[:3] == [
+        "t/s asks for a model's reply (you answer; empty declines):",
+        "  [system] Be brief.",
+        "  [user] hello",
+    ]
+    assert asker.sample("t/s", messages, None) is None

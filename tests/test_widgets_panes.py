@@ -8,9 +8,10 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from conftest import SERVERS, toolbox
@@ -20,9 +21,11 @@ from workbench_magic import Workbench
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.magics import parse_pairs, substitute
 from workbench_magic.widgets.log_pane import LogPane
+from workbench_magic.widgets.pane import Pane
 from workbench_magic.widgets.prompt_pane import PromptPane
 from workbench_magic.widgets.resource_pane import ResourcePane, magic_pair
 
+P = TypeVar("P", bound=Pane)
 CLIENTSERVER = str(SERVERS / "clientserver.py")
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 BLOB_SERVER = f'''
@@ -69,6 +72,32 @@ def live_widgets() -> int:
 
 def select(pane: ResourcePane, uri: str) -> None:
     pane.select.value = next(i for i, r in enumerate(pane.resources) if r.uri == uri)
+
+
+def subscribe(pane: ResourcePane, uri: str = "counter://value") -> None:
+    """Select the resource `uri` and click Subscribe."""
+    select(pane, uri)
+    pane.subscribe_button.value = True
+
+
+def fill_prompt(pane: PromptPane, prompt: str, **values: str) -> None:
+    """Select `prompt` and type `values` into its form."""
+    pane.select.value = prompt
+    for field, value in values.items():
+        pane.fields[field].value = value
+
+
+@contextmanager
+def showing(kind: type[P], wb: Workbench, target: str | None = None) -> Iterator[P]:
+    """A new pane of `kind` showing `toolbox/server` (`target`, None: nothing), closed afterwards."""
+    pane = kind(wb)
+    try:
+        if target is not None:
+            toolbox_name, server = target.split("/")
+            pane.show(toolbox_name, server)
+        yield pane
+    finally:
+        pane.close()
 
 
 @pytest.fixture
@@ -119,34 +148,30 @@ def run_in_shell(wb: Workbench, monkeypatch: pytest.MonkeyPatch, cell: str) -> A
 
 # ---- nothing selected ---------------------------------------------------------------------------
 def test_panes_without_a_server_show_hints(wb: Workbench) -> None:
-    panes = (ResourcePane(wb), PromptPane(wb), LogPane(wb))
-    try:
-        assert "wb-resources" in panes[0].widget._dom_classes
-        assert "wb-prompts" in panes[1].widget._dom_classes
-        assert "wb-logs" in panes[2].widget._dom_classes
-        assert "Select a server" in panes[0].hint.value and panes[0].select.options == ()
-        assert "Select a server" in panes[1].hint.value and panes[1].select.options == ()
-        assert "Select a server" in panes[2].hint.value and "select a server" in panes[2].view.value
-        for pane in panes:
+    with (
+        showing(ResourcePane, wb) as resources,
+        showing(PromptPane, wb) as prompts,
+        showing(LogPane, wb) as logs,
+    ):
+        assert "wb-resources" in resources.widget._dom_classes
+        assert "wb-prompts" in prompts.widget._dom_classes
+        assert "wb-logs" in logs.widget._dom_classes
+        assert "Select a server" in resources.hint.value and resources.select.options == ()
+        assert "Select a server" in prompts.hint.value and prompts.select.options == ()
+        assert "Select a server" in logs.hint.value and "select a server" in logs.view.value
+        for pane in (resources, prompts, logs):
             with pytest.raises(WorkbenchError):
                 pane.copy_as_cell()
             assert pane.cell is None
-    finally:
-        for pane in panes:
-            pane.close()
 
 
 def test_a_failed_server_is_one_red_line(wb: Workbench) -> None:
     wb.open("broken")
-    pane = ResourcePane(wb)
-    try:
-        pane.show("broken", "bad")
+    with showing(ResourcePane, wb, "broken/bad") as pane:
         assert "wb-error" in pane.hint.value and "cannot-start" in pane.hint.value
         assert pane.select.options == ()
         pane.show("broken", "ok")
         assert "2 resources, 3 templates" in pane.hint.value
-    finally:
-        pane.close()
 
 
 @pytest.mark.parametrize("value", ["french", "Ada Lovelace", "7", "true", "null", "[1]", "$x", "$$y", 'it\'s "q"'])
@@ -158,9 +183,7 @@ def test_copied_values_come_back_as_the_same_strings(value: str) -> None:
 
 # ---- resources ----------------------------------------------------------------------------------
 def test_resource_list_has_templates_and_a_plain_resource_reads_its_text(wb: Workbench) -> None:
-    pane = ResourcePane(wb)
-    try:
-        pane.show("c", "cs")
+    with showing(ResourcePane, wb, "c/cs") as pane:
         labels = [label for label, _ in pane.select.options]
         assert "counter — counter://value" in labels
         assert "city — city://{country}/{city}   [template]" in labels
@@ -173,26 +196,18 @@ def test_resource_list_has_templates_and_a_plain_resource_reads_its_text(wb: Wor
         assert pane.subscribe_button.disabled is False
         assert pane.copy_as_cell() == "%workbench read c/cs about://clientserver"
         assert pane.cell_text.value == pane.cell and pane.cell_text.layout.display is None
-    finally:
-        pane.close()
 
 
 def test_a_json_resource_renders_as_a_tree(wb: Workbench) -> None:
     wb.open("demo")
-    pane = ResourcePane(wb)
-    try:
-        pane.show("demo", "datasets")
+    with showing(ResourcePane, wb, "demo/datasets") as pane:
         select(pane, "dataset://index")
         shown = outputs_text(pane.result_pane)
         assert "<div class='wb-json'><details open><summary>[…] 3 items" in shown and "penguins" in shown
-    finally:
-        pane.close()
 
 
 def test_images_markdown_and_downloads(blobs: Workbench) -> None:
-    pane = ResourcePane(blobs)
-    try:
-        pane.show("b", "s")
+    with showing(ResourcePane, blobs, "b/s") as pane:
         select(pane, "blob://dot.png")
         assert "image/png" in mimes(pane.result_pane)
         select(pane, "blob://data.bin")
@@ -202,14 +217,10 @@ def test_images_markdown_and_downloads(blobs: Workbench) -> None:
         )
         select(pane, "file:///readme.md")
         assert "text/markdown" in mimes(pane.result_pane) and "# Title" in outputs_text(pane.result_pane)
-    finally:
-        pane.close()
 
 
 def test_template_form_completes_and_reads(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
-    pane = ResourcePane(wb)
-    try:
-        pane.show("c", "cs")
+    with showing(ResourcePane, wb, "c/cs") as pane:
         select(pane, "city://{country}/{city}")
         assert list(pane.fields) == ["country", "city"]
         assert pane.subscribe_button.disabled is True
@@ -231,16 +242,12 @@ def test_template_form_completes_and_reads(wb: Workbench, monkeypatch: pytest.Mo
         assert "paris, france" in outputs_text(pane.result_pane)
         cell = pane.copy_as_cell()
         assert cell == "%workbench read c/cs 'city://{country}/{city}' country=france city=paris"
-    finally:
-        pane.close()
     again = run_in_shell(wb, monkeypatch, cell)
     assert again.text == "paris, france"
 
 
 def test_a_refresh_keeps_the_template_values(wb: Workbench) -> None:
-    pane = ResourcePane(wb)
-    try:
-        pane.show("c", "cs")
+    with showing(ResourcePane, wb, "c/cs") as pane:
         select(pane, "note://{id}")
         pane.fields["id"].value = "7"
         pane.refresh()
@@ -252,19 +259,14 @@ def test_a_refresh_keeps_the_template_values(wb: Workbench) -> None:
         pane.show(None, None)  # another server: the cell still repeats the last read
         assert pane.select.options == () and pane.fields == {}
         assert pane.copy_as_cell() == """%workbench read c/cs 'note://{id}' 'id="7"'"""
-    finally:
-        pane.close()
 
 
 @pytest.mark.parametrize(("toolbox_name", "server"), [("c", "cs"), ("legacy", "csl")])
 def test_subscribe_counts_updates(wb: Workbench, toolbox_name: str, server: str) -> None:
     wb.open(toolbox_name)
     target = f"{toolbox_name}/{server}"
-    pane = ResourcePane(wb)
-    try:
-        pane.show(toolbox_name, server)
-        select(pane, "counter://value")
-        pane.subscribe_button.value = True
+    with showing(ResourcePane, wb, target) as pane:
+        subscribe(pane)
         assert pane.watch is not None and pane.updates_label.value == "live · 0 updates"
         assert pane.copy_as_cell() == (
             "from workbench_magic import Workbench\n\nwb = Workbench.shared()\n"
@@ -281,19 +283,12 @@ def test_subscribe_counts_updates(wb: Workbench, toolbox_name: str, server: str)
         watch = pane.watch
         pane.subscribe_button.value = False
         assert pane.watch is None and watch.closed and pane.updates_label.value == ""
-    finally:
-        pane.close()
 
 
 def test_the_copied_subscription_cell_runs(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
-    pane = ResourcePane(wb)
-    try:
-        pane.show("c", "cs")
-        select(pane, "counter://value")
-        pane.subscribe_button.value = True
+    with showing(ResourcePane, wb, "c/cs") as pane:
+        subscribe(pane)
         cell = pane.copy_as_cell()
-    finally:
-        pane.close()
     monkeypatch.setattr(Workbench, "_shared", wb)
     namespace: dict[str, Any] = {}
     exec(cell, namespace)
@@ -306,9 +301,7 @@ def test_the_copied_subscription_cell_runs(wb: Workbench, monkeypatch: pytest.Mo
 
 # ---- prompts ------------------------------------------------------------------------------------
 def test_prompt_form_completes_and_gets(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
-    pane = PromptPane(wb)
-    try:
-        pane.show("c", "cs")
+    with showing(PromptPane, wb, "c/cs") as pane:
         assert pane.select.options[0][0].startswith("greet(language, name) — A greeting prompt")
         pane.select.value = "greet"
         language, name = pane.fields["language"], pane.fields["name"]
@@ -326,18 +319,13 @@ def test_prompt_form_completes_and_gets(wb: Workbench, monkeypatch: pytest.Monke
         cell = pane.copy_as_cell()
         assert cell == "%workbench prompt c/cs/greet language=french 'name=Ada Lovelace'"
         assert pane.cell_text.value == cell
-    finally:
-        pane.close()
     again = run_in_shell(wb, monkeypatch, cell)
     assert again.text == "Greet Ada Lovelace in french."
 
 
 def test_a_missing_required_argument_is_one_red_line(wb: Workbench) -> None:
-    pane = PromptPane(wb)
-    try:
-        pane.show("c", "cs")
-        pane.select.value = "greet"
-        pane.fields["language"].value = "french"
+    with showing(PromptPane, wb, "c/cs") as pane:
+        fill_prompt(pane, "greet", language="french")
         pane.get_button.click()
         assert "Missing required argument: name" in pane.error.value and "#b00020" in pane.error.value
         assert pane.error.value.count("<div") == 1
@@ -346,14 +334,10 @@ def test_a_missing_required_argument_is_one_red_line(wb: Workbench) -> None:
         pane.fields["name"].value = "Bo"
         pane.get_button.click()
         assert pane.error.value == "" and pane.result is not None
-    finally:
-        pane.close()
 
 
 def test_prompt_messages_with_images_by_role(blobs: Workbench) -> None:
-    pane = PromptPane(blobs)
-    try:
-        pane.show("b", "s")
+    with showing(PromptPane, blobs, "b/s") as pane:
         pane.select.value = "picture"
         assert pane.fields == {}
         pane.get()
@@ -361,15 +345,11 @@ def test_prompt_messages_with_images_by_role(blobs: Workbench) -> None:
         assert "wb-role-user" in shown and "wb-role-assistant" in shown and "a dot" in shown
         assert "image/png" in mimes(pane.result_pane)
         assert pane.copy_as_cell() == "%workbench prompt b/s/picture"
-    finally:
-        pane.close()
 
 
 # ---- logs ---------------------------------------------------------------------------------------
 def test_log_pane_filters_clears_and_follows(wb: Workbench) -> None:
-    pane = LogPane(wb)
-    try:
-        pane.show("c", "cs")
+    with showing(LogPane, wb, "c/cs") as pane:
         assert any(line.startswith("--- workbench: connecting") for line in pane.shown)
         wb.call("c/cs/log_at", {"levels": ["info", "warning"], "message": "first"})
         pane.refresh()
@@ -397,16 +377,12 @@ def test_log_pane_filters_clears_and_follows(wb: Workbench) -> None:
         pane.refresh()
         assert pane.shown == ["notifications/message [error] clientserver: later"]
         assert pane.copy_as_cell() == "%workbench logs c/cs"
-    finally:
-        pane.close()
 
 
 def test_log_pane_sets_the_servers_log_level(wb: Workbench) -> None:
     wb.open("legacy")
     per_server = hasattr(Workbench, "set_server_log_level")
-    pane = LogPane(wb)
-    try:
-        pane.show("legacy", "csl")
+    with showing(LogPane, wb, "legacy/csl") as pane:
         assert pane.server_level.value == "info"
         pane.server_level.value = "error"
         assert wb.server_log_level == ("info" if per_server else "error")
@@ -421,8 +397,6 @@ def test_log_pane_sets_the_servers_log_level(wb: Workbench) -> None:
         wb.server_log_level = "debug"  # the global setting wins again
         pane.refresh()
         assert pane.server_level.value == "debug"
-    finally:
-        pane.close()
 
 
 # ---- closing ------------------------------------------------------------------------------------
@@ -434,13 +408,10 @@ def test_close_leaves_no_widgets_and_ends_the_subscription(wb: Workbench) -> Non
     select(resources, "city://{country}/{city}")
     resources.fields["country"].value = "france"
     select(resources, "note://{id}")  # the city form is replaced (and closed)
-    select(resources, "counter://value")
-    resources.subscribe_button.value = True
+    subscribe(resources)
     watch = resources.watch
     resources.copy_as_cell()
-    prompts.select.value = "greet"
-    prompts.fields["language"].value = "french"
-    prompts.fields["name"].value = "Ada"
+    fill_prompt(prompts, "greet", language="french", name="Ada")
     prompts.get()
     prompts.copy_as_cell()
     logs.copy_as_cell()

@@ -163,6 +163,20 @@ class TerminalAsker:
                 return _DECLINE
         return {"action": "accept", "content": content}
 
+    def sample(self, server: str, messages: list[dict[str, Any]], system_prompt: str | None) -> str | None:
+        """Show the conversation; the person types the model's reply (empty declines)."""
+        try:
+            self._write(f"{server} asks for a model's reply (you answer; empty declines):")
+            if system_prompt:
+                self._write(f"  [system] {system_prompt}")
+            for message in messages:
+                self._write(f"  [{message['role']}] {message['text']}")
+            text = self._read("  reply: ").strip()
+        except NoWayToAsk as exc:
+            logger.warning("%s asked for a model's reply and nobody can answer here (%s): declined", server, exc)
+            return None
+        return text or None
+
     def url(self, server: str, message: str, url: str) -> dict[str, Any]:
         try:
             self._write(f"{server} asks you to open a link: {message}\n  {url}")

@@ -42,8 +42,10 @@ _PYTHON_LEVELS = {
     "emergency": logging.CRITICAL,
 }
 
-SamplingHandler = Callable[[list[Any], Any], Any]
-"""`fn(messages, params)` -> str | dict | CreateMessageResult (or an awaitable of one)."""
+SamplingHandler = Callable[[list[Any], Any], Any] | str
+"""`fn(messages, params)` -> str | dict | CreateMessageResult (or an awaitable of one), or `"ask"`."""
+ASK_PERSON = "ask"
+"""`sampling_handler = "ask"`: the person at the notebook writes the model's reply."""
 ElicitationHandler = Callable[[str, dict[str, Any]], Any] | Mapping[str, Any]
 """`fn(message, schema)` -> dict (accept) | None (decline) | ElicitResult, or canned answers."""
 
@@ -56,6 +58,9 @@ class Asker(Protocol):
     """
 
     def form(self, server: str, message: str, schema: dict[str, Any]) -> Any: ...
+
+    def sample(self, server: str, messages: list[dict[str, Any]], system_prompt: str | None) -> Any:
+        """The reply text for a sampling request (None declines)."""
 
     def url(self, server: str, message: str, url: str) -> Any: ...
 
@@ -182,7 +187,7 @@ class ClientSide:
             self.log_message(conn, params, conn.caller())
 
         async def sample(context: Any, params: Any) -> Any:
-            return await self.sample(conn, params)
+            return await self.sample(conn, params, conn.caller())
 
         async def roots(context: Any) -> Any:
             return await self.list_roots(conn)
@@ -197,10 +202,12 @@ class ClientSide:
         return options
 
     # -- sampling
-    async def sample(self, conn: Connection, params: Any) -> Any:
+    async def sample(self, conn: Connection, params: Any, channel: Channel | None = None) -> Any:
         from mcp_types import ErrorData
 
         handler = self._handlers().sampling_handler
+        if handler == ASK_PERSON:
+            handler = self._person_as_model(conn, channel)
         started, t0 = time.time(), time.perf_counter()
         asked = {"messages": text_of_messages(params.messages), "max_tokens": params.max_tokens}
         if params.system_prompt:
@@ -215,6 +222,23 @@ class ClientSide:
         answer = getattr(result.content, "text", None) if not isinstance(result.content, list) else None
         self._log(conn, "sampling", asked, answer if answer is not None else result.model_dump(), started, t0)
         return result
+
+    def _person_as_model(self, conn: Connection, channel: Channel | None) -> Callable[..., Any]:
+        """`sampling_handler = "ask"`: the person writes the model's reply, where the call was made."""
+
+        async def ask(messages: list[Any], params: Any) -> Any:
+            asker = getattr(channel, "asker", None) if channel is not None else None
+            if channel is None or asker is None or not hasattr(asker, "sample"):
+                raise WorkbenchError("nobody can answer a sampling request here")
+            where = f"{conn.toolbox}/{conn.name}"
+            async with conn.waiting_on_the_person():
+                future = channel.ask(lambda: asker.sample(where, text_of_messages(messages), params.system_prompt))
+                reply = await asyncio.wrap_future(future)
+            if reply is None:
+                raise WorkbenchError("the person declined to answer")
+            return sampling_result(reply, model="person")
+
+        return ask
 
     # -- elicitation
     async def elicit(self, conn: Connection, params: Any, channel: Channel | None) -> Any:

@@ -22,7 +22,14 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
 from traitlets.config import Config, Configurable
 
 from workbench_magic import browse
-from workbench_magic.clientside import LOG_LEVELS, ElicitationHandler, SamplingHandler, default_roots, root_uri
+from workbench_magic.clientside import (
+    ASK_PERSON,
+    LOG_LEVELS,
+    ElicitationHandler,
+    SamplingHandler,
+    default_roots,
+    root_uri,
+)
 from workbench_magic.core import BoxState, Core, Event, Options, short_errors
 from workbench_magic.errors import NotFoundError, UsageError, WorkbenchError
 from workbench_magic.proxies import OpenedToolbox
@@ -562,15 +569,16 @@ class Workbench(Configurable):
     @property
     def sampling_handler(self) -> SamplingHandler | None:
         """`fn(messages, params)` answering servers' sampling requests (str, dict or
-        `CreateMessageResult`); sampling is advertised only while one is set (connections made
+        `CreateMessageResult`), or `"ask"` (the person writes the reply, where the call was made);
+        sampling is advertised only while one is set (connections made
         before get it at their next reconnect)."""
         return self._handlers["sampling_handler"]
 
     @sampling_handler.setter
     def sampling_handler(self, handler: SamplingHandler | None) -> None:
-        if handler is not None and not callable(handler):
+        if handler is not None and not callable(handler) and handler != ASK_PERSON:
             raise UsageError(
-                "sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult"
+                'sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, or "ask"'
             )
         self._handlers["sampling_handler"] = handler
         self._push_options()

@@ -73,18 +73,53 @@ class ElicitationPanel:
         self.widget.children = (self.result,)
 
 
+class SamplingPanel:
+    """A sampling request answered by hand: the messages by role, a reply box, Send / Decline.
+    `future` holds the reply text (None declines)."""
+
+    def __init__(self, server: str, messages: list[dict[str, Any]], system_prompt: str | None = None) -> None:
+        self.future: concurrent.futures.Future[str | None] = concurrent.futures.Future()
+        rows = [f"<i>system:</i> {html.escape(system_prompt)}"] if system_prompt else []
+        rows += [f"<b>{html.escape(m['role'])}:</b> {html.escape(m['text'])}" for m in messages]
+        title = w.HTML(f"<b>{html.escape(server)}</b> asks for a model's reply (you answer):")
+        self.conversation = w.HTML("<br>".join(rows), layout=w.Layout(width="100%"))
+        self.reply = w.Textarea(placeholder="The model's reply", layout=w.Layout(width="100%", height="5em"))
+        self.reply.add_class("wb-sampling-reply")
+        self.accept = w.Button(description="Send", button_style="primary")
+        self.decline = w.Button(description="Decline")
+        self.accept.on_click(lambda _: self.answer(self.reply.value))
+        self.decline.on_click(lambda _: self.answer(None))
+        self.result = w.HTML()
+        self.widget = w.VBox(
+            [title, self.conversation, self.reply, w.HBox([self.accept, self.decline])],
+            layout=w.Layout(border="1px solid #5bc0de", padding="6px", margin="4px 0"),
+        )
+        self.widget.add_class("wb-sampling")
+
+    def answer(self, text: str | None) -> None:
+        if self.future.done():
+            return
+        self.future.set_result(text.strip() or None if text is not None else None)
+        self.result.value = f"<i>{'sent' if text and text.strip() else 'declined'}</i>"
+        close_tree(*self.widget.children)
+        self.widget.children = (self.result,)
+
+
 class WidgetAsker:
     """Shows each request as an `ElicitationPanel` in the current output (a kernel cell)."""
 
     def __init__(self) -> None:
-        self.panels: list[ElicitationPanel] = []
+        self.panels: list[Any] = []
 
-    def _show(self, panel: ElicitationPanel) -> concurrent.futures.Future[dict[str, Any]]:
+    def _show(self, panel: Any) -> Any:
         from IPython.display import display
 
         self.panels.append(panel)
         display(panel.widget)
         return panel.future
+
+    def sample(self, server: str, messages: list[dict[str, Any]], system_prompt: str | None) -> Any:
+        return self._show(SamplingPanel(server, messages, system_prompt))
 
     def form(self, server: str, message: str, schema: dict[str, Any]) -> concurrent.futures.Future[dict[str, Any]]:
         return self._show(ElicitationPanel(server, message, schema=schema))
@@ -98,15 +133,18 @@ class PanelAsker:
 
     def __init__(self, box: w.Box) -> None:
         self.box = box
-        self.panels: list[ElicitationPanel] = []
+        self.panels: list[Any] = []
 
-    def _show(self, panel: ElicitationPanel) -> concurrent.futures.Future[dict[str, Any]]:
+    def sample(self, server: str, messages: list[dict[str, Any]], system_prompt: str | None) -> Any:
+        return self._show(SamplingPanel(server, messages, system_prompt))
+
+    def _show(self, panel: Any) -> Any:
         self.panels.append(panel)
         self.box.children = (*self.box.children, panel.widget)
         panel.future.add_done_callback(lambda _: self._answered(panel))
         return panel.future
 
-    def _answered(self, panel: ElicitationPanel) -> None:
+    def _answered(self, panel: Any) -> None:
         # a click runs on the kernel thread; the panel leaves the box once answered
         if panel in self.panels:
             self.panels.remove(panel)

@@ -20,8 +20,7 @@ import ipywidgets as w
 
 from workbench_magic.clientside import LOG_LEVELS
 from workbench_magic.errors import WorkbenchError
-from workbench_magic.widgets.forms import close_tree
-from workbench_magic.widgets.resource_pane import red_line
+from workbench_magic.widgets.pane import Pane, red_line
 
 if TYPE_CHECKING:
     from workbench_magic.manager import Workbench
@@ -69,7 +68,7 @@ def line_html(line: str) -> str:
     return html.escape(line)
 
 
-class LogPane:
+class LogPane(Pane):
     """The log of one server (`show(toolbox, server)`), newest line last.
 
     `level` filters log messages, `messages_only` hides stderr and markers, Clear (`clear()`)
@@ -82,19 +81,16 @@ class LogPane:
     `-refresh`, `-server-level`, `-copy`, `-status`, `-view`, `-cell`.
     """
 
+    noun = "log"
+
     def __init__(self, workbench: Workbench) -> None:
-        self.workbench = workbench
-        self.target: str | None = None
+        super().__init__(workbench, cell_height="3em")
         self.text = ""
         self.shown: list[str] = []
-        self.cell: str | None = None
-        self.closed = False
         self._start = 0
         self._anchor = ""
-        self._updating = False
         self._levels: dict[str, tuple[str, str]] = {}
         """Per server: (the global level when set, the level set here)."""
-        self.hint = w.HTML()
         self.level = w.Dropdown(
             options=["all", *LOG_LEVELS], value="all", description="show", layout=w.Layout(width="auto")
         )
@@ -102,7 +98,6 @@ class LogPane:
             value=False, description="messages only", indent=False, layout=w.Layout(width="auto")
         )
         self.clear_button = w.Button(description="Clear", icon="eraser", tooltip="Clear the view (the log is kept)")
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.server_level = w.Dropdown(
             options=list(LOG_LEVELS),
             value=workbench.server_log_level,
@@ -112,23 +107,12 @@ class LogPane:
             style={"description_width": "initial"},
             layout=w.Layout(width="auto"),
         )
-        self.copy_button = w.Button(description="Copy as cell", icon="copy", disabled=True)
         self.status = w.HTML()
         self.view = w.HTML(layout=w.Layout(width="100%"))
-        self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="3em", display="none"))
-        for widget, css in (
-            (self.hint, "wb-log-hint"),
-            (self.level, "wb-log-filter"),
-            (self.messages_only, "wb-log-messages-only"),
-            (self.clear_button, "wb-log-clear"),
-            (self.refresh_button, "wb-log-refresh"),
-            (self.server_level, "wb-log-server-level"),
-            (self.copy_button, "wb-log-copy"),
-            (self.status, "wb-log-status"),
-            (self.view, "wb-log-view"),
-            (self.cell_text, "wb-log-cell"),
-        ):
-            widget.add_class(css)
+        self.level.observe(self._guard(lambda _: self._render()), names="value")
+        self.messages_only.observe(self._guard(lambda _: self._render()), names="value")
+        self.clear_button.on_click(self._guard(lambda _: self.clear()))
+        self.server_level.observe(self._guard(self._on_server_level), names="value")
         controls = w.HBox(
             [
                 self.level,
@@ -140,38 +124,27 @@ class LogPane:
             ],
             layout=w.Layout(flex_flow="row wrap", align_items="center"),
         )
-        self.widget = w.VBox([self.hint, controls, self.status, self.view, self.cell_text])
-        self.widget.add_class("wb-logs")
-        self.level.observe(self._guard(lambda _: self._render()), names="value")
-        self.messages_only.observe(self._guard(lambda _: self._render()), names="value")
-        self.clear_button.on_click(self._guard(lambda _: self.clear()))
-        self.refresh_button.on_click(self._guard(lambda _: self.refresh()))
-        self.server_level.observe(self._guard(self._on_server_level), names="value")
-        self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
-        self.show(None, None)
-
-    def _guard(self, handler: Any) -> Any:
-        def run(arg: Any) -> None:
-            if self._updating or self.closed:
-                return
-            try:
-                handler(arg)
-            except Exception as exc:
-                self.status.value = red_line(str(exc))
-
-        return run
-
-    def show(self, toolbox: str | None, server: str | None) -> None:
-        """Show the log of `toolbox/server` (None: nothing selected, a hint)."""
-        target = f"{toolbox}/{server}" if toolbox and server else None
-        if target == self.target and target is not None:
-            return
-        self.target = target
-        self.text, self._start, self._anchor = "", 0, ""
-        self.copy_button.disabled = target is None
-        self.hint.value = (
-            "<i>Select a server to see its log</i>" if target is None else f"<b>{html.escape(target)}</b>: log"
+        self._finish(
+            "wb-logs",
+            "wb-log",
+            [self.hint, controls, self.status, self.view, self.cell_text],
+            {
+                "filter": self.level,
+                "messages-only": self.messages_only,
+                "clear": self.clear_button,
+                "server-level": self.server_level,
+                "status": self.status,
+                "view": self.view,
+            },
         )
+
+    def _error_pane(self, message: str) -> None:
+        self.status.value = red_line(message)
+
+    def _on_show(self) -> None:
+        self.text, self._start, self._anchor = "", 0, ""
+        self.copy_button.disabled = self.target is None
+        self._set_hint("log")
         self.refresh(force=True)
 
     def refresh(self, force: bool = False) -> None:
@@ -186,7 +159,7 @@ class LogPane:
         try:
             text = self.workbench.logs(self.target)
         except Exception as exc:
-            self.status.value = red_line(str(exc))
+            self._error_pane(str(exc))
             return
         if not force and len(text) == len(self.text):
             return
@@ -242,11 +215,8 @@ class LogPane:
         level = level if since == overall else overall
         if self.server_level.value == level:
             return
-        self._updating = True
-        try:
+        with self._quiet():
             self.server_level.value = level
-        finally:
-            self._updating = False
 
     def _on_server_level(self, change: Any) -> None:
         level = change["new"]
@@ -261,14 +231,4 @@ class LogPane:
         """The `%workbench logs toolbox/server` line showing this server's log."""
         if self.target is None:
             raise WorkbenchError("Select a server first")
-        self.cell = f"%workbench logs {shlex.quote(self.target)}"
-        self.cell_text.value = self.cell
-        self.cell_text.layout.display = None
-        return self.cell
-
-    def close(self) -> None:
-        """Close every widget of the pane."""
-        if self.closed:
-            return
-        self.closed = True
-        close_tree(self.widget)
+        return self._show_cell(f"%workbench logs {shlex.quote(self.target)}")

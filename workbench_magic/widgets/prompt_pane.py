@@ -14,13 +14,14 @@ import ipywidgets as w
 
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.widgets.forms import close_tree
-from workbench_magic.widgets.resource_pane import (
+from workbench_magic.widgets.pane import (
+    Pane,
     blob_outputs,
-    check_server,
+    complete_fields,
+    field_box,
     html_output,
     magic_pair,
     red_line,
-    show_error,
     text_outputs,
 )
 
@@ -91,7 +92,7 @@ def render_prompt(out: w.Output, result: PromptResult) -> None:
     out.outputs = tuple(outputs)
 
 
-class PromptPane:
+class PromptPane(Pane):
     """The prompts of one server (`show(toolbox, server)`).
 
     Selecting a prompt shows its arguments as `Combobox`es (required ones marked `*`, options
@@ -102,68 +103,39 @@ class PromptPane:
     `-get`, `-copy`, `-refresh`, `-error`, `-result`, `-cell`.
     """
 
+    result_pane: w.Output
+    noun = "prompts"
+
     def __init__(self, workbench: Workbench) -> None:
-        self.workbench = workbench
-        self.target: str | None = None
+        super().__init__(workbench, cell_height="4em")
         self.prompts: list[PromptInfo] = []
         self.selected: PromptInfo | None = None
         self.result: PromptResult | None = None
-        self.cell: str | None = None
-        self.closed = False
         self.fields: dict[str, w.Combobox] = {}
         self._last: tuple[str, dict[str, str]] | None = None
-        self._updating = False
-        self.hint = w.HTML()
         self.select = w.Select(rows=6, layout=w.Layout(width="100%"))
         self.info = w.HTML(layout=w.Layout(width="100%"))
         self.form_box = w.VBox()
         self.get_button = w.Button(description="Get", button_style="primary", icon="play", disabled=True)
-        self.copy_button = w.Button(description="Copy as cell", icon="copy", disabled=True)
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.error = w.HTML()
         self.result_pane = w.Output(layout=w.Layout(border="1px solid #ddd", min_height="2em", padding="4px"))
-        self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="4em", display="none"))
-        for widget, css in (
-            (self.hint, "wb-prompt-hint"),
-            (self.select, "wb-prompt-select"),
-            (self.info, "wb-prompt-info"),
-            (self.form_box, "wb-prompt-form"),
-            (self.get_button, "wb-prompt-get"),
-            (self.copy_button, "wb-prompt-copy"),
-            (self.refresh_button, "wb-prompt-refresh"),
-            (self.error, "wb-prompt-error"),
-            (self.result_pane, "wb-prompt-result"),
-            (self.cell_text, "wb-prompt-cell"),
-        ):
-            widget.add_class(css)
-        buttons = w.HBox([self.get_button, self.copy_button, self.refresh_button])
-        self.widget = w.VBox(
-            [self.hint, self.select, self.info, self.form_box, buttons, self.error, self.result_pane, self.cell_text]
-        )
-        self.widget.add_class("wb-prompts")
         self.select.observe(self._guard(self._on_select), names="value")
         self.get_button.on_click(self._guard(lambda _: self.get()))
-        self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
-        self.refresh_button.on_click(self._guard(lambda _: self.refresh()))
-        self.show(None, None)
+        buttons = w.HBox([self.get_button, self.copy_button, self.refresh_button])
+        self._finish(
+            "wb-prompts",
+            "wb-prompt",
+            [self.hint, self.select, self.info, self.form_box, buttons, self.error, self.result_pane, self.cell_text],
+            {
+                "select": self.select,
+                "info": self.info,
+                "form": self.form_box,
+                "get": self.get_button,
+                "error": self.error,
+            },
+        )
 
-    def _guard(self, handler: Any) -> Any:
-        def run(arg: Any) -> None:
-            if self._updating or self.closed:
-                return
-            try:
-                handler(arg)
-            except Exception as exc:
-                show_error(self.result_pane, str(exc))
-
-        return run
-
-    def show(self, toolbox: str | None, server: str | None) -> None:
-        """Show the prompts of `toolbox/server` (None: nothing selected, a hint)."""
-        target = f"{toolbox}/{server}" if toolbox and server else None
-        if target == self.target and target is not None:
-            return
-        self.target = target
+    def _on_show(self) -> None:
         self.result_pane.outputs = ()
         self.error.value = ""
         self.refresh()
@@ -173,27 +145,9 @@ class PromptPane:
         if self.closed:
             return
         keep = self.selected.name if self.selected else None
-        try:
-            if self.target:
-                check_server(self.workbench, self.target)
-            self.prompts = self.workbench.prompts(self.target) if self.target else []
-        except Exception as exc:
-            self.prompts = []
-            self.hint.value = red_line(str(exc))
-        else:
-            self.hint.value = (
-                "<i>Select a server to see its prompts</i>"
-                if self.target is None
-                else f"<b>{html.escape(self.target)}</b>: {len(self.prompts)} prompts"
-            )
+        self.prompts = self._listing(self.workbench.prompts, lambda found: f"{len(found)} prompts")
         names = [p.name for p in self.prompts]
-        self._updating = True
-        try:
-            self.select.options = [(prompt_label(p), p.name) for p in self.prompts]
-            self.select.value = keep if keep in names else None
-        finally:
-            self._updating = False
-        self._guard(self._on_select)(None)
+        self._choose(self.select, [(prompt_label(p), p.name) for p in self.prompts], keep if keep in names else None)
 
     def _on_select(self, change: Any = None) -> None:
         chosen = next((p for p in self.prompts if p.name == self.select.value), None)
@@ -221,30 +175,22 @@ class PromptPane:
     def _set_fields(self, arguments: list[tuple[str, bool, str | None]]) -> None:
         old = list(self.form_box.children)
         self.fields = {}
+        on_change = self._guard(lambda change: self._complete())
         for name, required, description in arguments:
-            box = w.Combobox(
-                description=f"{name} *" if required else name,
+            self.fields[name] = field_box(
+                f"{name} *" if required else name,
+                "wb-prompt-arg",
+                on_change,
                 placeholder=description or "",
                 tooltip=description or None,
-                ensure_option=False,
-                layout=w.Layout(width="60%"),
-                style={"description_width": "initial"},
             )
-            box.add_class("wb-prompt-arg")
-            box.observe(self._guard(lambda change: self._complete()), names="value")
-            self.fields[name] = box
         self.form_box.children = tuple(self.fields.values())
         close_tree(*old)
 
     def _complete(self) -> None:
         """Ask the server for suggestions for every argument (the others' values as context)."""
-        if self.selected is None or self.target is None:
-            return
-        values = {name: box.value for name, box in self.fields.items()}
-        ref = f"prompt:{self.selected.name}"
-        for name, box in self.fields.items():
-            context = {k: v for k, v in values.items() if k != name and v}
-            box.options = self.workbench.complete(self.target, ref, name, box.value, context or None)
+        if self.selected is not None and self.target is not None:
+            complete_fields(self.workbench, self.target, f"prompt:{self.selected.name}", self.fields)
 
     def get(self) -> PromptResult | None:
         """Render the selected prompt with the form's values (empty optional ones left out)."""
@@ -271,14 +217,4 @@ class PromptPane:
             raise WorkbenchError("Get a prompt first: the cell repeats the last one")
         path, values = self._last
         pairs = "".join(" " + magic_pair(k, v) for k, v in values.items())
-        self.cell = f"%workbench prompt {shlex.quote(path)}{pairs}"
-        self.cell_text.value = self.cell
-        self.cell_text.layout.display = None
-        return self.cell
-
-    def close(self) -> None:
-        """Close every widget of the pane."""
-        if self.closed:
-            return
-        self.closed = True
-        close_tree(self.widget)
+        return self._show_cell(f"%workbench prompt {shlex.quote(path)}{pairs}")

@@ -8,8 +8,6 @@ runs in a worker thread and `sync()` (tests, or the explorer's periodic refresh)
 
 from __future__ import annotations
 
-import base64
-import binascii
 import html
 import json
 import logging
@@ -21,94 +19,43 @@ import ipywidgets as w
 
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.widgets.forms import close_tree
-from workbench_magic.widgets.results import json_tree_html
+from workbench_magic.widgets.pane import (
+    RED,
+    TEXT_LIMIT,
+    Pane,
+    blob_outputs,
+    check_server,
+    complete_fields,
+    display_output,
+    field_box,
+    html_output,
+    magic_pair,
+    red_line,
+    show_error,
+    text_outputs,
+)
 
 if TYPE_CHECKING:
     from workbench_magic.browse import ResourceWatch
     from workbench_magic.manager import Workbench
     from workbench_magic.results import ResourceInfo, ResourceResult
 
+__all__ = [
+    "RED",
+    "TEXT_LIMIT",
+    "ResourcePane",
+    "blob_outputs",
+    "check_server",
+    "display_output",
+    "html_output",
+    "magic_pair",
+    "red_line",
+    "render_resource",
+    "show_error",
+    "text_outputs",
+]
+
 logger = logging.getLogger("workbench_magic")
-
-TEXT_LIMIT = 200_000
-"""Characters of a text resource shown in the pane (the result object keeps all of it)."""
-RED = "color:#b00020;white-space:pre-wrap"
-_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
-
-
-def red_line(message: str) -> str:
-    """One line of HTML in red (an error)."""
-    return f"<div class='wb-error' style='{RED}'>{html.escape(message)}</div>"
-
-
-def html_output(html_text: str, plain: str) -> dict[str, Any]:
-    """An `Output` display item with HTML and plain text."""
-    return {"output_type": "display_data", "data": {"text/html": html_text, "text/plain": plain}, "metadata": {}}
-
-
-def display_output(obj: Any) -> dict[str, Any]:
-    """An `Output` display item for an IPython display object (Image, Markdown, ...)."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    formatter = InteractiveShell.instance().display_formatter
-    assert formatter is not None
-    data, metadata = formatter.format(obj)
-    return {"output_type": "display_data", "data": data, "metadata": metadata}
-
-
-def magic_pair(key: str, value: str) -> str:
-    """`key=value` as one shell word of a magic line that gives back exactly the string `value`
-    (the magics parse values as JSON when they can, and read a whole `$name` as a variable)."""
-    try:
-        parsed: Any = json.loads(value)
-    except (ValueError, RecursionError):
-        parsed = value
-    if parsed != value:
-        value = json.dumps(value)
-    elif value.startswith("$"):
-        value = "$" + value
-    return shlex.quote(f"{key}={value}")
-
-
-def blob_outputs(uri: str, mime: str | None, blob: str) -> list[dict[str, Any]]:
-    """Binary contents: an image where the mime type allows, else a download link."""
-    from IPython.display import SVG, Image
-
-    blob = "".join(blob.split())  # some servers wrap base64 lines; a data: URI may not
-    try:
-        raw = base64.b64decode(blob, validate=True)
-    except (binascii.Error, ValueError):
-        return [html_output(red_line(f"{uri}: the blob is not valid base64"), "invalid base64")]
-    mime = (mime or "application/octet-stream").lower()
-    if mime in _IMAGE_FORMATS:
-        return [display_output(Image(data=raw, format=_IMAGE_FORMATS[mime]))]
-    if mime == "image/svg+xml":
-        return [display_output(SVG(data=raw.decode("utf-8", errors="replace")))]
-    name = uri.rstrip("/").rsplit("/", 1)[-1] or "resource"
-    link = (
-        f"<a class='wb-download' download='{html.escape(name, quote=True)}' "
-        f"href='data:{html.escape(mime, quote=True)};base64,{blob}'>Download {html.escape(name)}</a>"
-        f" <i>({len(raw):,} bytes, {html.escape(mime)})</i>"
-    )
-    return [html_output(link, f"{name}: {len(raw)} bytes of {mime}")]
-
-
-def text_outputs(uri: str, mime: str | None, text: str) -> list[dict[str, Any]]:
-    """Text contents: markdown (by mime type or a .md URI), a JSON tree, or preformatted text."""
-    from IPython.display import Markdown
-
-    mime = (mime or "").lower()
-    shown = text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + f"\n… {len(text) - TEXT_LIMIT:,} more characters"
-    if mime == "text/markdown" or uri.split("?", 1)[0].lower().endswith((".md", ".markdown")):
-        return [display_output(Markdown(shown))]
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        data = None
-    else:
-        if isinstance(data, dict | list) or "json" in mime:
-            return [html_output(f"<div class='wb-json'>{json_tree_html(data)}</div>", text[:TEXT_LIMIT])]
-    return [html_output(f"<pre class='wb-text' style='white-space:pre-wrap'>{html.escape(shown)}</pre>", shown)]
 
 
 def render_resource(out: w.Output, result: ResourceResult) -> None:
@@ -127,20 +74,7 @@ def render_resource(out: w.Output, result: ResourceResult) -> None:
     out.outputs = tuple(outputs)
 
 
-def check_server(workbench: Workbench, target: str) -> None:
-    """Raise the reason when `toolbox/server` failed (listing a failed server gives nothing)."""
-    toolbox, _, server = target.partition("/")
-    status = workbench.toolbox_state(toolbox).servers.get(server) if workbench.is_open(toolbox) else None
-    if status is not None and status.status == "failed":
-        raise WorkbenchError(status.error or f"{target} failed")
-
-
-def show_error(out: w.Output, message: str) -> None:
-    """Replace what an `Output` shows with one red line."""
-    out.outputs = (html_output(red_line(message), message),)
-
-
-class ResourcePane:
+class ResourcePane(Pane):
     """Resources and resource templates of one server (`show(toolbox, server)`).
 
     Selecting a resource reads it into `result_pane`; a template gets a form (a `Combobox` per
@@ -152,16 +86,16 @@ class ResourcePane:
     `-updates`, `-copy`, `-refresh`, `-result`, `-cell`.
     """
 
+    result_pane: w.Output
+    noun = "resources"
+
     def __init__(self, workbench: Workbench) -> None:
-        self.workbench = workbench
-        self.target: str | None = None
+        super().__init__(workbench, cell_height="6em")
         self.resources: list[ResourceInfo] = []
         self.selected: ResourceInfo | None = None
         self.result: ResourceResult | None = None
         self.watch: ResourceWatch | None = None
         self.updates = 0
-        self.cell: str | None = None
-        self.closed = False
         self.fields: dict[str, w.Combobox] = {}
         self.changed = threading.Event()
         """Set by the subscription's callback when a new value waits for `sync()`."""
@@ -170,99 +104,57 @@ class ResourcePane:
         self._thread = threading.get_ident()
         self._last: tuple[str, str, str, dict[str, str]] | None = None
         """(read | watch, toolbox/server, uri, variables) of the last action."""
-        self._updating = False
-        full = w.Layout(width="100%")
-        self.hint = w.HTML()
-        self.select = w.Select(rows=8, layout=full)
+        self.select = w.Select(rows=8, layout=w.Layout(width="100%"))
         self.info = w.HTML(layout=w.Layout(width="100%"))
         self.form_box = w.VBox()
         self.read_button = w.Button(description="Read", button_style="primary", icon="book")
         self.subscribe_button = w.ToggleButton(description="Subscribe", icon="bell", disabled=True)
         self.updates_label = w.Label()
-        self.copy_button = w.Button(description="Copy as cell", icon="copy", disabled=True)
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.result_pane = w.Output(layout=w.Layout(border="1px solid #ddd", min_height="2em", padding="4px"))
-        self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="6em", display="none"))
-        for widget, css in (
-            (self.hint, "wb-resource-hint"),
-            (self.select, "wb-resource-select"),
-            (self.info, "wb-resource-info"),
-            (self.form_box, "wb-resource-form"),
-            (self.read_button, "wb-resource-read"),
-            (self.subscribe_button, "wb-resource-subscribe"),
-            (self.updates_label, "wb-resource-updates"),
-            (self.copy_button, "wb-resource-copy"),
-            (self.refresh_button, "wb-resource-refresh"),
-            (self.result_pane, "wb-resource-result"),
-            (self.cell_text, "wb-resource-cell"),
-        ):
-            widget.add_class(css)
-        buttons = w.HBox([self.subscribe_button, self.updates_label, self.copy_button, self.refresh_button])
-        self.widget = w.VBox(
-            [self.hint, self.select, self.info, self.form_box, buttons, self.result_pane, self.cell_text]
-        )
-        self.widget.add_class("wb-resources")
         self.select.observe(self._guard(self._on_select), names="value")
         self.read_button.on_click(self._guard(lambda _: self.read()))
         self.subscribe_button.observe(self._guard(self._on_subscribe), names="value")
-        self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
-        self.refresh_button.on_click(self._guard(lambda _: self.refresh()))
-        self.show(None, None)
-
-    def _guard(self, handler: Any) -> Any:
-        def run(arg: Any) -> None:
-            if self._updating or self.closed:
-                return
-            try:
-                handler(arg)
-            except Exception as exc:
-                show_error(self.result_pane, str(exc))
-
-        return run
+        buttons = w.HBox([self.subscribe_button, self.updates_label, self.copy_button, self.refresh_button])
+        self._finish(
+            "wb-resources",
+            "wb-resource",
+            [self.hint, self.select, self.info, self.form_box, buttons, self.result_pane, self.cell_text],
+            {
+                "select": self.select,
+                "info": self.info,
+                "form": self.form_box,
+                "read": self.read_button,
+                "subscribe": self.subscribe_button,
+                "updates": self.updates_label,
+            },
+        )
 
     # ---- navigation ---------------------------------------------------------------------
-    def show(self, toolbox: str | None, server: str | None) -> None:
-        """Show the resources of `toolbox/server` (None: nothing selected, a hint)."""
-        target = f"{toolbox}/{server}" if toolbox and server else None
-        if target == self.target and target is not None:
-            return
-        self._stop_watch()
-        self.target = target
+    def _on_show(self) -> None:
         self.result_pane.outputs = ()
         self.refresh()
+
+    def _on_leave(self) -> None:
+        self._stop_watch()
 
     def refresh(self) -> None:
         """Re-list the resources, keeping the selection where it can (a plain one is read again)."""
         if self.closed:
             return
         keep = self.selected
-        try:
-            if self.target:
-                check_server(self.workbench, self.target)
-            self.resources = self.workbench.resources(self.target) if self.target else []
-        except Exception as exc:
-            self.resources = []
-            self.hint.value = red_line(str(exc))
-        else:
-            plain = sum(not r.template for r in self.resources)
-            self.hint.value = (
-                "<i>Select a server to see its resources</i>"
-                if self.target is None
-                else f"<b>{html.escape(self.target)}</b>: {plain} resources, {len(self.resources) - plain} templates"
-            )
+
+        def summary(found: list[ResourceInfo]) -> str:
+            plain = sum(not r.template for r in found)
+            return f"{plain} resources, {len(found) - plain} templates"
+
+        self.resources = self._listing(self.workbench.resources, summary)
         index = next(
             (i for i, r in enumerate(self.resources) if keep and (r.uri, r.template) == (keep.uri, keep.template)), None
         )
         options = [
             (f"{r.name} — {r.uri}" + ("   [template]" if r.template else ""), i) for i, r in enumerate(self.resources)
         ]
-        self._updating = True
-        try:
-            self.select.options = options
-            self.select.value = index
-        finally:
-            self._updating = False
-        self._guard(self._on_select)(None)
+        self._choose(self.select, options, index)
 
     def _on_select(self, change: Any = None) -> None:
         index = self.select.value
@@ -296,28 +188,16 @@ class ResourcePane:
     def _set_fields(self, names: list[str]) -> None:
         old = list(self.form_box.children)
         self.fields = {}
+        on_change = self._guard(lambda change: self._complete())
         for name in names:
-            box = w.Combobox(
-                description=name,
-                placeholder="type for suggestions",
-                ensure_option=False,
-                layout=w.Layout(width="60%"),
-                style={"description_width": "initial"},
-            )
-            box.add_class("wb-template-var")
-            box.observe(self._guard(lambda change: self._complete()), names="value")
-            self.fields[name] = box
+            self.fields[name] = field_box(name, "wb-template-var", on_change, placeholder="type for suggestions")
         self.form_box.children = (*self.fields.values(), self.read_button) if names else ()
         close_tree(*(c for c in old if c is not self.read_button))
 
     def _complete(self) -> None:
         """Ask the server for suggestions for every variable (the others' values as context)."""
-        if self.selected is None or self.target is None:
-            return
-        values = {name: box.value for name, box in self.fields.items()}
-        for name, box in self.fields.items():
-            context = {k: v for k, v in values.items() if k != name and v}
-            box.options = self.workbench.complete(self.target, self.selected.uri, name, box.value, context or None)
+        if self.selected is not None and self.target is not None:
+            complete_fields(self.workbench, self.target, self.selected.uri, self.fields)
 
     # ---- reading and watching -------------------------------------------------------------
     def read(self) -> ResourceResult | None:
@@ -393,12 +273,8 @@ class ResourcePane:
                 logger.debug("ending the subscription to %s failed: %s", watch.uri, exc)
         self.changed.clear()
         self.updates_label.value = ""
-        was_updating = self._updating
-        self._updating = True  # not a click: no handler runs
-        try:
+        with self._quiet():  # not a click: no handler runs
             self.subscribe_button.value = False
-        finally:
-            self._updating = was_updating
 
     # ---- cells and closing ------------------------------------------------------------------
     def copy_as_cell(self) -> str:
@@ -407,21 +283,12 @@ class ResourcePane:
             raise WorkbenchError("Read or subscribe first: the cell repeats the last action")
         kind, target, uri, values = self._last
         if kind == "watch":
-            self.cell = (
+            return self._show_cell(
                 "from workbench_magic import Workbench\n\nwb = Workbench.shared()\n"
                 f"w = wb.watch({json.dumps(target)}, {json.dumps(uri)}, callback=print)"
             )
-        else:
-            pairs = "".join(" " + magic_pair(k, v) for k, v in values.items())
-            self.cell = f"%workbench read {shlex.quote(target)} {shlex.quote(uri)}{pairs}"
-        self.cell_text.value = self.cell
-        self.cell_text.layout.display = None
-        return self.cell
+        pairs = "".join(" " + magic_pair(k, v) for k, v in values.items())
+        return self._show_cell(f"%workbench read {shlex.quote(target)} {shlex.quote(uri)}{pairs}")
 
-    def close(self) -> None:
-        """End the subscription and close every widget of the pane."""
-        if self.closed:
-            return
-        self._stop_watch()
-        self.closed = True
-        close_tree(self.widget, self.read_button)
+    def _loose_widgets(self) -> list[w.Widget]:
+        return [self.read_button]  # in the form only while a template is selected
