@@ -249,7 +249,6 @@ class WorkbenchMagics(Magics):
         return self._workbench
 
     # ---- %workbench ---------------------------------------------------------------------
-    @no_var_expand  # template URIs hold `{name}`; `$name` values are resolved by us
     @line_magic("workbench")  # type: ignore[arg-type]  # IPython's decorator types are too narrow
     def workbench_magic(self, line: str) -> Any:
         """Toolboxes of MCP servers. `%workbench help` lists the subcommands."""

@@ -289,3 +289,9 @@ class Pane:
     def _loose_widgets(self) -> list[w.Widget]:
         """Widgets of the pane that are not always in `widget`'s tree (closed with it)."""
         return []
+
+
+def escape_braces(line: str) -> str:
+    """A magic's line as IPython must see it to keep `{` and `}`: it fills `{name}` from the
+    notebook's variables (a template URI `city://{country}` would otherwise change)."""
+    return line.replace("{", "{{").replace("}", "}}")

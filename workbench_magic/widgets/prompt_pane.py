@@ -18,6 +18,7 @@ from workbench_magic.widgets.pane import (
     Pane,
     blob_outputs,
     complete_fields,
+    escape_braces,
     field_box,
     html_output,
     magic_pair,
@@ -217,4 +218,4 @@ class PromptPane(Pane):
             raise WorkbenchError("Get a prompt first: the cell repeats the last one")
         path, values = self._last
         pairs = "".join(" " + magic_pair(k, v) for k, v in values.items())
-        return self._show_cell(f"%workbench prompt {shlex.quote(path)}{pairs}")
+        return self._show_cell(escape_braces(f"%workbench prompt {shlex.quote(path)}{pairs}"))

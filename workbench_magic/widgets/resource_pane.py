@@ -27,6 +27,7 @@ from workbench_magic.widgets.pane import (
     check_server,
     complete_fields,
     display_output,
+    escape_braces,
     field_box,
     html_output,
     magic_pair,
@@ -288,7 +289,9 @@ class ResourcePane(Pane):
                 f"w = wb.watch({json.dumps(target)}, {json.dumps(uri)}, callback=print)"
             )
         pairs = "".join(" " + magic_pair(k, v) for k, v in values.items())
-        return self._show_cell(f"%workbench read {shlex.quote(target)} {shlex.quote(uri)}{pairs}")
+        line = f"%workbench read {shlex.quote(target)} {shlex.quote(uri)}{pairs}"
+        # IPython fills `{name}` in a magic's line from the notebook's variables: `{{` keeps a brace
+        return self._show_cell(escape_braces(line))
 
     def _loose_widgets(self) -> list[w.Widget]:
         return [self.read_button]  # in the form only while a template is selected
