@@ -70,9 +70,6 @@ class StderrLog:
             fd = self.file.fileno()
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
 
-    def size(self) -> int:
-        return 0 if self.file.closed else os.fstat(self.file.fileno()).st_size
-
     def read(self) -> str:
         """All of it (at most the last `LOG_LIMIT` bytes, from a line start)."""
         if self.file.closed:

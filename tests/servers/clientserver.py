@@ -83,7 +83,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 import mcp_types as types
-from legacy import serve_legacy_stdio  # tests/servers/legacy.py (the script's own folder)
+from legacy import serve  # tests/servers/legacy.py (the script's own folder)
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -486,14 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     # them is this server's purpose, so keep the SDK's warnings off stderr.
     warnings.simplefilter("ignore", MCPDeprecationWarning)
     server = ClientServer(args.name)
-    if args.transport == "stdio" and args.legacy:
-        anyio.run(serve_legacy_stdio, server)
-    elif args.transport == "stdio":
-        server.run()
-    elif args.transport == "http":
-        server.run("streamable-http", host=args.host, port=args.port)
-    else:
-        server.run("sse", host=args.host, port=args.port)
+    serve(server, args.transport, host=args.host, port=args.port, legacy=args.legacy)
 
 
 if __name__ == "__main__":

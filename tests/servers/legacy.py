@@ -1,7 +1,8 @@
-"""Shared by the test servers: serving stdio in the handshake era only (2025-11-25)."""
+"""Shared by the test servers: running one on a transport, and stdio in the handshake era only (2025-11-25)."""
 
 from __future__ import annotations
 
+import anyio
 from mcp.server import MCPServer
 
 
@@ -19,3 +20,15 @@ async def serve_legacy_stdio(server: MCPServer) -> None:
             lifespan_state=state,
             init_options=lowlevel.create_initialization_options(),
         )
+
+
+def serve(server: MCPServer, transport: str, *, host: str, port: int, legacy: bool = False) -> None:
+    """Run `server` until its transport closes (`legacy`: stdio, handshake era only)."""
+    if transport == "stdio" and legacy:
+        anyio.run(serve_legacy_stdio, server)
+    elif transport == "stdio":
+        server.run()
+    elif transport == "http":
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("sse", host=host, port=port)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
-from legacy import serve_legacy_stdio  # tests/servers/legacy.py (the script's own folder)
+from legacy import serve  # tests/servers/legacy.py (the script's own folder)
 from mcp.server import MCPServer, NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -373,14 +373,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.barrier:
         wait_at_barrier(Path(args.barrier[0]), int(args.barrier[1]))
     server = build_server(args.name, args.many)
-    if args.transport == "stdio" and args.legacy:
-        anyio.run(serve_legacy_stdio, server)
-    elif args.transport == "stdio":
-        server.run()
-    elif args.transport == "http":
-        server.run("streamable-http", host=args.host, port=args.port)
-    else:
-        server.run("sse", host=args.host, port=args.port)
+    serve(server, args.transport, host=args.host, port=args.port, legacy=args.legacy)
 
 
 if __name__ == "__main__":
