@@ -90,7 +90,7 @@ DICT_SOURCE = "<dict>"
 #: The toolbox name of a Claude Desktop / VS Code style file (top-level ``mcpServers``).
 DEFAULT_TOOLBOX = "default"
 
-Transport = Literal["stdio", "http", "sse"]
+Transport = Literal["stdio", "http", "sse", "python"]
 
 _TRANSPORTS: dict[str, Transport] = {
     "stdio": "stdio",
@@ -99,11 +99,17 @@ _TRANSPORTS: dict[str, Transport] = {
     "streamable_http": "http",
     "streamablehttp": "http",
     "sse": "sse",
+    "python": "python",
+    "in-process": "python",
+    "inprocess": "python",
 }
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
 _NAME_FIX = "Fix: use only letters, digits, '-' and '_' (no '__', not ending in '_')"
 _TRANSPORT_FIX = 'Fix: use "stdio", "http" (streamable HTTP) or "sse"'
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+_PYTHON_RE = re.compile(rf"{_DOTTED}:{_DOTTED}\Z")
+_PYTHON_FIX = 'Fix: write "python": "package.module:attribute" (an MCPServer, or a callable returning one)'
 _TIMEOUT_FIX = 'Fix: write a number of seconds, e.g. "timeout": 30'
 _VAR_RE = re.compile(r"\$\{(?:([^{}]*)\})?")  # no group 1: an unmatched '${'
 _VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -263,10 +269,12 @@ class _ConfigModel(BaseModel):
 
 
 class ServerConfig(_ConfigModel):
-    """One MCP server: stdio (``command``) or streamable HTTP / SSE (``url``).
+    """One MCP server: stdio (``command``), streamable HTTP / SSE (``url``), or in-process
+    (``python``: ``"package.module:attribute"``, an `MCPServer` or a callable returning one).
 
     ``transport`` (also accepted as ``type``, in any spelling `normalize_transport` knows) is
-    always set: inferred ``"stdio"`` from ``command`` and ``"http"`` from ``url`` when absent.
+    always set: inferred ``"stdio"`` from ``command``, ``"http"`` from ``url`` and ``"python"``
+    from ``python`` when absent.
     Equality and serialisation ignore `secrets`.
     """
 
@@ -279,6 +287,7 @@ class ServerConfig(_ConfigModel):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    python: str | None = None
     transport: Transport = "stdio"
     tool_filters: list[str] | None = Field(default=None, alias="toolFilters")
     timeout: float | None = None
@@ -286,7 +295,7 @@ class ServerConfig(_ConfigModel):
 
     _expanded_secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
-    @field_validator("command", "url", "cwd", mode="before")
+    @field_validator("command", "url", "cwd", "python", mode="before")
     @classmethod
     def _check_text(cls, value: Any, info: ValidationInfo) -> Any:
         key = info.field_name
@@ -296,7 +305,9 @@ class ServerConfig(_ConfigModel):
             raise _Invalid(f"'{key}' is empty", f"Fix: set it, or remove '{key}'")
         if key == "url" and not value.lower().startswith(("http://", "https://")):
             raise _Invalid("must start with http:// or https://", "Fix: write e.g. http://127.0.0.1:8000/mcp")
-        return value
+        if key == "python" and not _PYTHON_RE.match(value.strip()):
+            raise _Invalid(f"{value!r} is not of the form 'package.module:attribute'", _PYTHON_FIX)
+        return value.strip() if key == "python" else value
 
     @field_validator("args", "tool_filters", mode="before")
     @classmethod
@@ -365,6 +376,8 @@ class ServerConfig(_ConfigModel):
         # the checked 'command' / 'url' afterwards.
         spellings = {key: value for key in ("transport", "type") if (value := data.pop(key, None)) is not None}
         config = handler(data)
+        if config.python is not None:
+            return cls._check_python(config, spellings)
         has_command = config.command is not None
         if not has_command and config.url is None:
             raise _Invalid("needs 'command' (stdio) or 'url' (HTTP)", "Fix: add one of them")
@@ -388,11 +401,30 @@ class ServerConfig(_ConfigModel):
             if has_command and value != "stdio":
                 fix = f"Fix: remove \"{key}\" (a 'command' server uses stdio), or replace 'command' with 'url'"
                 raise _Invalid(f"{value!r} needs a 'url', but this server has a 'command'", fix, key)
-            if not has_command and value == "stdio":
+            if not has_command and value in ("stdio", "python"):
                 fix = f'Fix: remove "{key}", or set it to "http" or "sse"'
-                raise _Invalid("'stdio' needs a 'command', but this server has a 'url'", fix, key)
+                needs = "command" if value == "stdio" else "python"
+                raise _Invalid(f"{value!r} needs a '{needs}', but this server has a 'url'", fix, key)
             found = value
         config.transport = found or ("stdio" if has_command else "http")
+        return config
+
+    @classmethod
+    def _check_python(cls, config: Self, spellings: dict[str, Any]) -> Self:
+        for key in ("command", "url"):
+            if getattr(config, key) is not None:
+                kind = "stdio" if key == "command" else "remote"
+                fix = f"Fix: keep 'python' for an in-process server, or '{key}' for a {kind} one"
+                raise _Invalid(f"has both 'python' and '{key}'", fix)
+        for key in ("args", "env", "cwd", "headers"):
+            if getattr(config, key):
+                problem = "does not apply to in-process servers (with 'python')"
+                raise _Invalid(problem, "Fix: remove it (the server runs inside this Python process)", key)
+        for key, spelling in spellings.items():
+            value = normalize_transport(_string(spelling, _TRANSPORT_FIX, key))
+            if value != "python":
+                raise _Invalid(f"says {spelling!r}, but a 'python' server runs in-process", f'Fix: remove "{key}"', key)
+        config.transport = "python"
         return config
 
     def __eq__(self, other: object) -> bool:

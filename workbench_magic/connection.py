@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from workbench_magic import serverlog
+from workbench_magic import schema, serverlog
 from workbench_magic.errors import ConnectError, describe_exception, leaf_exception
 from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo
@@ -67,8 +67,10 @@ class Connection:
         client_side: ClientSide | None = None,
         sampling: bool = False,
         log_level: str | None = None,
+        server: Any = None,
     ) -> None:
         self.toolbox = toolbox
+        self.server_object = server  # a live server added from the notebook (`Workbench.add_server`)
         self.name = name
         self.config = config
         self.connect_timeout = connect_timeout
@@ -259,7 +261,14 @@ class Connection:
         from mcp import Client
 
         install_parse_filter()
-        transport = make_transport(self.config, self.transport, self.log.file, self.connect_timeout)
+        transport = make_transport(
+            self.config,
+            self.transport,
+            self.log.file,
+            self.connect_timeout,
+            label=f"{self.toolbox}-{self.name}",
+            server=self.server_object,
+        )
         return Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
 
     def _client_options(self) -> dict[str, Any]:
@@ -385,6 +394,10 @@ class Connection:
             return
         tools = await all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
         self.all_tool_names = [t.name for t in tools]
+        if any(t.output_schema for t in tools):
+            # The SDK checks results against output schemas with jsonschema, imported on the
+            # first such result; imported here (without its IRI grammar) it costs ~0.1 s once.
+            schema.import_jsonschema()
         self.tools = tuple(ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name))
 
     def _tools_changed(self) -> None:

@@ -12,7 +12,6 @@ import asyncio
 import atexit
 import logging
 import os
-import threading
 import weakref
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -120,28 +119,6 @@ def _close_everything() -> None:
 
 
 atexit.register(_close_everything)
-
-
-_prewarm_started = threading.Event()
-
-
-def _prewarm_validation() -> None:
-    """Import jsonschema in the background while the first servers start.
-
-    When `rfc3987_syntax` is installed (JupyterLab's dependencies install it), importing
-    jsonschema builds a grammar parser for seconds of CPU; done here, the first call does not wait.
-    """
-    if _prewarm_started.is_set():
-        return
-    _prewarm_started.set()
-
-    def work() -> None:
-        try:
-            import jsonschema  # noqa: F401
-        except Exception:
-            logger.debug("jsonschema pre-import failed", exc_info=True)
-
-    threading.Thread(target=work, name="workbench-prewarm", daemon=True).start()
 
 
 class Workbench(Configurable):
@@ -314,8 +291,6 @@ class Workbench(Configurable):
         return OpenedToolbox(self, name)
 
     async def _aopen(self, name: str) -> BoxState:
-        if self.validate_arguments:
-            _prewarm_validation()
         return await self._core.open(name, self.settings)
 
     def is_open(self, name: str) -> bool:

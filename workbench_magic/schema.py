@@ -1,33 +1,111 @@
-"""Client-side checks of tool arguments against a tool's `input_schema`."""
+"""Checks against JSON Schemas: tool arguments (`input_schema`), results (`output_schema`).
+
+jsonschema-rs decides (it imports in milliseconds and validates in microseconds); only when
+something does not fit is `jsonschema` imported, to phrase the error as our texts always have.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib.util
+import logging
+import sys
+import types
+from typing import Any, NamedTuple
 
 from workbench_magic.errors import ArgumentError
 from workbench_magic.results import ToolInfo
+
+logger = logging.getLogger("workbench_magic")
 
 _validators: dict[int, tuple[dict[str, Any], Any]] = {}
 
 
 def _validator(schema: dict[str, Any]) -> Any:
-    """A cached jsonschema validator for the schema (`$ref`/`$defs` resolve against it)."""
+    """A cached jsonschema-rs validator for the schema (`$ref`/`$defs` resolve against it), or
+    None when it cannot compile the schema (the server then judges the arguments)."""
     cached = _validators.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1]
-    import jsonschema
-    from jsonschema import validators
+    import jsonschema_rs
 
-    cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
-        validator = cls(schema)
-    except jsonschema.SchemaError:
-        validator = None  # a server with a broken schema: let the server judge the arguments
+        validator = jsonschema_rs.validator_for(schema)
+    except Exception as exc:  # a server's broken (or exotic) schema is not the person's fault
+        logger.debug("schema not checked (%s): %s", type(exc).__name__, exc)
+        validator = None
     if len(_validators) > 4096:
         _validators.clear()
     _validators[id(schema)] = (schema, validator)
     return validator
+
+
+def import_jsonschema() -> Any:
+    """`import jsonschema` without building `rfc3987_syntax`'s grammar (seconds of CPU) on the way.
+
+    jsonschema imports `rfc3987_syntax` only to check the `iri` / `iri-reference` formats, which
+    nothing here checks. While jsonschema imports, a stand-in module answers for it; the stand-in's
+    `is_valid_syntax` imports the real module on first use, so those checks still work for anyone
+    who asks for them. Afterwards the stand-in is gone: importing `rfc3987_syntax` gives the real one.
+    """
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    if "rfc3987_syntax" in sys.modules or importlib.util.find_spec("rfc3987_syntax") is None:
+        import jsonschema
+
+        return jsonschema
+    stand_in = types.ModuleType("rfc3987_syntax", "stand-in: imports the real module on first use")
+
+    def is_valid_syntax(rule: str, value: str) -> bool:
+        real = sys.modules.get("rfc3987_syntax")
+        if real is None or real is stand_in:
+            sys.modules.pop("rfc3987_syntax", None)
+            real = importlib.import_module("rfc3987_syntax")
+        return bool(real.is_valid_syntax(rule, value))
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    sys.modules["rfc3987_syntax"] = stand_in
+    try:
+        import jsonschema
+    finally:
+        if sys.modules.get("rfc3987_syntax") is stand_in:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
+def first_error(schema: dict[str, Any], instance: Any) -> Any:
+    """The error to show for an instance jsonschema-rs found invalid: jsonschema's `best_match`
+    (its messages are the ones our texts have always quoted), imported only on this error path.
+    None when jsonschema sees no error (the two disagree) or cannot judge the schema."""
+    jsonschema = import_jsonschema()
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        return jsonschema.exceptions.best_match(cls(schema).iter_errors(instance))
+    except Exception:
+        return None
+
+
+class Problem(NamedTuple):
+    """Why an instance does not fit a schema: where (keys and indexes) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
+def compiles(schema: dict[str, Any]) -> bool:
+    """Whether the schema can be checked at all (jsonschema-rs compiles it)."""
+    return _validator(schema) is not None
+
+
+def check(schema: dict[str, Any], instance: Any) -> Problem | None:
+    """None when `instance` fits `schema` (or the schema cannot be compiled), else the problem."""
+    validator = _validator(schema)
+    if validator is None or validator.is_valid(instance):
+        return None
+    error = first_error(schema, instance)
+    if error is not None:
+        return Problem(tuple(error.absolute_path), str(error.message))
+    seen = next(iter(validator.iter_errors(instance)))
+    return Problem(tuple(seen.instance_path), str(seen.message))
 
 
 def _field(path: Any) -> str:
@@ -43,13 +121,14 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
             f"got {type(arguments).__name__}"
         )
     validator = _validator(tool.input_schema)
-    if validator is None:
+    if validator is None or validator.is_valid(arguments):
         return
-    from jsonschema.exceptions import best_match
-
-    error = best_match(validator.iter_errors(arguments))
-    if error is None:
-        return
+    error = first_error(tool.input_schema, arguments)
+    if error is None:  # jsonschema-rs and jsonschema disagree: say what jsonschema-rs saw
+        raise ArgumentError(
+            f"Invalid arguments for tool '{tool.name}' in server '{tool.server}' (toolbox '{tool.toolbox}'): "
+            f"{next(iter(validator.iter_errors(arguments))).message}"
+        )
     where = _field(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, dict):
         missing = [r for r in error.validator_value if r not in error.instance]

@@ -27,6 +27,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.shared.subscriptions import ToolsListChanged
 
+from workbench_magic import schema
 from workbench_magic.core import ToolsChanged
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.identifiers import parse_identifier
@@ -388,12 +389,10 @@ def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:
 
     if meta.name == "use_tool" and isinstance(arguments.get("tool"), dict):
         parse_identifier(arguments["tool"])  # raises the DESIGN texts (empty field, `tool` key, extras)
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(meta.input_schema).iter_errors(arguments))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path)
-        detail = f"'{where}': {error.message}" if where else error.message
+    problem = schema.check(meta.input_schema, arguments)
+    if problem is not None:
+        where = ".".join(str(p) for p in problem.path)
+        detail = f"'{where}': {problem.message}" if where else problem.message
         raise UsageError(f"Invalid arguments for {meta.name}: {detail}")
 
 

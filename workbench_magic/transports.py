@@ -11,8 +11,18 @@ if TYPE_CHECKING:
     from workbench_magic.config import ServerConfig
 
 
-def make_transport(config: ServerConfig, kind: str, errlog: TextIO, connect_timeout: float) -> Any:
-    """The SDK transport for a server: a child process over stdio, or a URL."""
+def make_transport(
+    config: ServerConfig, kind: str, errlog: TextIO, connect_timeout: float, *, label: str = "", server: Any = None
+) -> Any:
+    """The SDK transport for a server: a child process over stdio, a URL, or a server object
+    served in this process (`server`, else the one `config.python` names)."""
+    if kind == "python":
+        from workbench_magic.inprocess import inprocess_transport, load_server, resolve_server
+
+        spec = config.python or label
+        source = (lambda: resolve_server(server, spec)) if server is not None else (lambda: load_server(spec))
+        return inprocess_transport(source, label, errlog)
+
     from mcp import StdioServerParameters
     from mcp.client.stdio import stdio_client
 

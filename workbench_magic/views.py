@@ -125,6 +125,8 @@ class ConfigView(_View):
     def _target(cfg: Any) -> str:
         if cfg.transport == "stdio":
             where = " ".join([cfg.command or "", *cfg.args])
+        elif cfg.transport == "python":
+            where = cfg.python or ""
         else:
             where = cfg.url or ""
         where = mask(where, cfg.secrets)

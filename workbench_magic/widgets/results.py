@@ -70,16 +70,15 @@ def schema_check_html(result: Any, output_schema: dict[str, Any] | None) -> str 
     data = result.structured_content
     if not output_schema or data is None:
         return None
-    import jsonschema
+    from workbench_magic import schema
 
-    try:
-        jsonschema.validate(data, output_schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        problem = f"✗ structured content does not match the output schema at {where}: {exc.message}"
-        return f"<div style='color:#b00020'>{_esc(problem)}</div>"
-    except jsonschema.SchemaError:
+    if not schema.compiles(output_schema):
         return "<div style='color:#8a6d00'>output schema is not a valid JSON Schema; not checked</div>"
+    found = schema.check(output_schema, data)
+    if found is not None:
+        where = "/".join(str(p) for p in found.path) or "(root)"
+        problem = f"✗ structured content does not match the output schema at {where}: {found.message}"
+        return f"<div style='color:#b00020'>{_esc(problem)}</div>"
     return "<div style='color:#1b5e20'>✓ structured content matches the output schema</div>"
 
 
