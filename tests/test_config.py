@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,9 +132,9 @@ def test_embedded_default(tmp_path: Path) -> None:
     demo = config.toolbox("demo")
     assert demo.description
     assert set(demo.mcp_servers) == {"datasets", "notes"}
-    for cfg in demo.mcp_servers.values():
-        assert cfg.command == sys.executable
-        assert cfg.transport == "stdio"
+    for name, cfg in demo.mcp_servers.items():  # in-process by default (issue 16)
+        assert cfg.python == f"workbench_magic.demo:{name}_server"
+        assert cfg.transport == "python"
 
 
 def test_explicit_path_missing(tmp_path: Path) -> None:

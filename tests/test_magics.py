@@ -332,3 +332,31 @@ def test_server_warnings_show_on_the_progress_line_and_tab_completes_values(make
         )
     finally:
         shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+def test_workbench_add_serves_a_notebook_server(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    run(
+        ip,
+        "from mcp.server import MCPServer\n"
+        "srv = MCPServer('nb')\n"
+        "@srv.tool()\n"
+        "def double(x: int) -> int:\n"
+        "    '''Twice x.'''\n"
+        "    return 2 * x\n",
+    )
+    explored = run(ip, "%workbench add nb/calc srv")
+    assert explored.name == "nb"
+    assert run(ip, "%use_tool nb/calc/double x=21").data == {"result": 42}
+    run(ip, "srv = MCPServer('nb')\n@srv.tool()\ndef double(x: int) -> int:\n    return 3 * x\n")
+    run(ip, "%workbench add nb/calc srv")  # the cell re-run: replaced
+    assert run(ip, "%use_tool nb/calc/double x=2").data == {"result": 6}
+    from IPython.core.completer import provisionalcompleter
+
+    with provisionalcompleter():
+        offered = [c.text for c in ip.Completer.completions("%workbench add nb/calc s", 24)]
+    assert offered == ["srv"]
+    assert (
+        error_of(ip, "%workbench add nb/calc nothing_here", capsys)
+        .strip()
+        .endswith("Name 'nothing_here' is not defined. Define the server in a cell first")
+    )

@@ -516,6 +516,17 @@ class WorkbenchConfig(_ConfigModel):
         return frozenset().union(*(cfg.secrets for box in self.toolboxes.values() for cfg in box.mcp_servers.values()))
 
 
+def with_server(config: WorkbenchConfig, toolbox: str, name: str, server: ServerConfig) -> WorkbenchConfig:
+    """`config` plus one server (replacing one of that name), creating the toolbox when needed.
+
+    Names follow the file's rules; `ConfigError` if they do not.
+    """
+    boxes = {n: (b.description, dict(b.mcp_servers)) for n, b in config.toolboxes.items()}
+    boxes.setdefault(toolbox, ("", {}))[1][name] = server
+    data = {n: {"description": d, "mcpServers": servers} for n, (d, servers) in boxes.items()}
+    return WorkbenchConfig.model_validate({"toolboxes": data, "source": config.source})
+
+
 # --------------------------------------------------------------------------- parsing
 
 # The keys a file may use: the JSON spellings (aliases) only.

@@ -394,11 +394,10 @@ class Connection:
             return
         tools = await all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
         self.all_tool_names = [t.name for t in tools]
-        if any(t.output_schema for t in tools):
-            # The SDK checks results against output schemas with jsonschema, imported on the
-            # first such result; imported here (without its IRI grammar) it costs ~0.1 s once.
-            schema.import_jsonschema()
         self.tools = tuple(ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name))
+        # Schemas are compiled now (microseconds each), so a first call costs what a later one does.
+        schema.compile_input_schemas(self.tools)
+        schema.prime_output_validators(client.session, {t.name: t.output_schema for t in tools if t.output_schema})
 
     def _tools_changed(self) -> None:
         self.tool_list_changes += 1

@@ -37,7 +37,7 @@ from workbench_magic.results import CallRecord, ServerStatus, ToolInfo, ToolResu
 from workbench_magic.runtime import current_channel
 
 if TYPE_CHECKING:
-    from workbench_magic.config import WorkbenchConfig
+    from workbench_magic.config import ServerConfig, WorkbenchConfig
     from workbench_magic.connection import ProgressCallback
     from workbench_magic.identifiers import ToolIdentifier
 
@@ -127,6 +127,7 @@ class Core:
         self._boxes: dict[str, _Box] = {}
         self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
         self._subscribers: tuple[Subscriber, ...] = ()
+        self._live: dict[tuple[str, str], Any] = {}  # server objects added from the notebook
         self.client_side = ClientSide(lambda: self.options, self._record_request)
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
@@ -224,22 +225,8 @@ class Core:
         box = self._boxes.get(name)
         if box is None:
             cfg = settings.toolbox(name)
-            options = self.options
             box = _Box(name, cfg.description, {})
-            box.connections = {
-                server: Connection(
-                    name,
-                    server,
-                    scfg,
-                    connect_timeout=options.connect_timeout,
-                    on_change=self._connection_changed,
-                    on_tools_changed=self._tools_changed,
-                    client_side=self.client_side,
-                    sampling=options.sampling_handler is not None,
-                    log_level=options.server_log_level,
-                )
-                for server, scfg in cfg.mcp_servers.items()
-            }
+            box.connections = {server: self._connection(name, server, scfg) for server, scfg in cfg.mcp_servers.items()}
             self._boxes[name] = box
             self._publish(box)
         conns = list(box.connections.values())
@@ -256,6 +243,47 @@ class Core:
         if not box.open:
             reasons = "; ".join(f"server '{c.name}': {self._reason(c, r)}" for c, r in zip(conns, results, strict=True))
             raise ConnectError(f"Failed to open toolbox '{name}': no server connected ({reasons})")
+        assert box.state is not None
+        return box.state
+
+    def _connection(self, toolbox: str, server: str, config: ServerConfig) -> Connection:
+        options = self.options
+        return Connection(
+            toolbox,
+            server,
+            config,
+            connect_timeout=options.connect_timeout,
+            on_change=self._connection_changed,
+            on_tools_changed=self._tools_changed,
+            client_side=self.client_side,
+            sampling=options.sampling_handler is not None,
+            log_level=options.server_log_level,
+            server=self._live.get((toolbox, server)),
+        )
+
+    async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
+        """Add (or replace) a live server object and connect it; opens its toolbox if needed.
+
+        `settings` already holds the server's config. A replaced server's connection closes
+        after its successor is in place; explorers hear `ToolsChanged`.
+        """
+        self._live[(toolbox, name)] = server
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            if box is not None:  # registered by a failed open: start over with the new servers
+                await self.close([toolbox], settings)
+            return await self.open(toolbox, settings)
+        old = box.connections.get(name)
+        conn = self._connection(toolbox, name, settings.server(toolbox, name))
+        box.connections[name] = conn
+        self._publish(box)
+        if old is not None:
+            await old.close()
+        try:
+            await conn.start()
+        finally:
+            self._publish(box)
+            self._emit(ToolsChanged(toolbox, name))
         assert box.state is not None
         return box.state
 

@@ -18,7 +18,8 @@ import logging
 import math
 import threading
 import traceback
-from collections.abc import AsyncIterator, Callable
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TextIO
 
 import anyio
@@ -49,10 +50,28 @@ _handler = _ServerLogHandler()
 _handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 
 
+_shown_elsewhere: Callable[..., Any] | None = None
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    """Warnings raised while serving go to the server's log (a stdio server's go to its stderr)."""
+    log = _serving.get()
+    if log is None:
+        assert _shown_elsewhere is not None
+        _shown_elsewhere(message, category, filename, lineno, file, line)
+        return
+    with contextlib.suppress(Exception):
+        log.write(warnings.formatwarning(message, category, filename, lineno, line))
+        log.flush()
+
+
 def _install_handler() -> None:
+    global _shown_elsewhere
     root = logging.getLogger()
     if _handler not in root.handlers:
         root.addHandler(_handler)
+    if warnings.showwarning is not _show_warning:
+        _shown_elsewhere, warnings.showwarning = warnings.showwarning, _show_warning
 
 
 def is_server(value: Any) -> bool:
@@ -94,6 +113,21 @@ def resolve_server(target: Any, label: str) -> Any:
             return made
         raise ValueError(f"'{label}' returned {type(made).__name__}, not an MCPServer")
     raise ValueError(f"'{label}' is {type(target).__name__}, not an MCPServer (or a callable returning one)")
+
+
+@contextlib.contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """Undo what making a server does to the process's root logger: `MCPServer()` calls
+    `logging.basicConfig`, which in a stdio child is its own business but here would install a
+    handler (and a level) in the person's kernel."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
 
 
 class _ServerThread(threading.Thread):
@@ -168,7 +202,8 @@ class _ServerThread(threading.Thread):
 
         self.loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
-        server = self.source()  # ValueError: nothing to serve
+        with _root_logging_kept():
+            server = self.source()  # ValueError: nothing to serve
         from_client_send, from_client = anyio.create_memory_object_stream[Any](math.inf)
         self._from_client_send = from_client_send
         self._settle(self.ready)

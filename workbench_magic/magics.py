@@ -37,6 +37,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "Open toolboxes: every server starts and connects, concurrently. Returns the OpenedToolbox;\n"
         "servers that failed are listed with the reason, the others work.",
     ),
+    "add": (
+        "%workbench add TOOLBOX/NAME VARIABLE",
+        "Add the MCPServer in VARIABLE (written in this notebook) as server NAME of TOOLBOX and connect\n"
+        "it in-process; the toolbox is created when needed. Again with a changed server replaces it.",
+    ),
     "close": ("%workbench close TOOLBOX [TOOLBOX ...] | --all", "Close toolboxes; their server processes end."),
     "tools": (
         "%workbench tools [TOOLBOX[/SERVER]] [--search TEXT]",
@@ -315,6 +320,19 @@ class WorkbenchMagics(Magics):
         boxes = [ExploredToolbox(self.workbench, name) for name in ns.toolboxes]
         return boxes[0] if len(boxes) == 1 else boxes
 
+    def _cmd_add(self, args: list[str]) -> Any:
+        p = self._parser("add")
+        p.add_argument("target")
+        p.add_argument("variable")
+        ns = p.parse(args)
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        if ns.variable not in namespace:
+            _fail(UsageError(f"Name '{ns.variable}' is not defined. Define the server in a cell first"))
+        from workbench_magic.widgets import ExploredToolbox
+
+        self.workbench.add_server(ns.target, namespace[ns.variable])
+        return ExploredToolbox(self.workbench, ns.target.split("/")[0])
+
     def _cmd_close(self, args: list[str]) -> Any:
         p = self._parser("close")
         p.add_argument("toolboxes", nargs="*")
@@ -505,6 +523,8 @@ class WorkbenchMagics(Magics):
 
     def _subcommand_targets(self, sub: str, index: int, before: list[str] | None = None, word: str = "") -> list[str]:
         before = before or []
+        if sub == "add" and index == 3:
+            return self._server_variables()
         if sub == "prompt" and index >= 3:
             return self._prompt_arguments(before[0], before[1:], word)
         if sub == "read" and index == 3:
@@ -540,6 +560,16 @@ class WorkbenchMagics(Magics):
         except WorkbenchError:
             return []
         return [f"{arg}=" for p in prompts if p.name == name for arg, _, _ in p.arguments]
+
+    def _server_variables(self) -> list[str]:
+        import sys
+
+        if "mcp.server" not in sys.modules:  # no server defined yet: do not import the SDK to look
+            return []
+        from workbench_magic.inprocess import is_server
+
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        return sorted(k for k, v in namespace.items() if not k.startswith("_") and is_server(v))
 
     def _resource_uris(self, target: str) -> list[str]:
         try:

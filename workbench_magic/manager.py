@@ -48,7 +48,7 @@ from workbench_magic.results import (
 from workbench_magic.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
 
 if TYPE_CHECKING:
-    from workbench_magic.config import WorkbenchConfig
+    from workbench_magic.config import ServerConfig, WorkbenchConfig
     from workbench_magic.connection import ProgressCallback
     from workbench_magic.identifiers import ToolIdentifier
 
@@ -172,6 +172,7 @@ class Workbench(Configurable):
         if elicitation_handler is not None:
             self.elicitation_handler = elicitation_handler
         self._source = config
+        self._added: dict[tuple[str, str], ServerConfig] = {}
         # An explicit config is loaded (and checked) now; discovery waits for first use.
         self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
         _instances.add(self)
@@ -213,10 +214,17 @@ class Workbench(Configurable):
 
     @property
     def settings(self) -> WorkbenchConfig:
-        """The loaded toolbox config."""
+        """The loaded toolbox config (with the servers added from the notebook)."""
         if self._settings is None:
-            self._settings = self._load(self._source)
+            self._settings = self._with_added(self._load(self._source))
         return self._settings
+
+    def _with_added(self, config: WorkbenchConfig) -> WorkbenchConfig:
+        from workbench_magic.config import with_server
+
+        for (toolbox, name), server in self._added.items():
+            config = with_server(config, toolbox, name, server)
+        return config
 
     @property
     def config_source(self) -> str:
@@ -224,8 +232,9 @@ class Workbench(Configurable):
         return self.settings.source
 
     def load_config(self, source: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | None) -> None:
-        """Load another config. Open toolboxes stay open until closed."""
-        self._settings = self._load(source)
+        """Load another config. Open toolboxes stay open until closed; servers added from the
+        notebook stay."""
+        self._settings = self._with_added(self._load(source))
         self._source = source
 
     @classmethod
@@ -291,7 +300,38 @@ class Workbench(Configurable):
         return OpenedToolbox(self, name)
 
     async def _aopen(self, name: str) -> BoxState:
+        import workbench_magic.identifiers  # noqa: F401  # now, not on the first call
+
         return await self._core.open(name, self.settings)
+
+    def add_server(self, target: str, server: Any) -> OpenedToolbox:
+        """Add a server written in the notebook (an `MCPServer`, or a callable returning one) as
+        ``"toolbox/name"`` and connect it, in-process; the toolbox is created when needed.
+
+        Adding the same name again replaces the server: its tools are listed anew, explorers
+        follow, the old one ends. Notebook servers stay across `load_config`.
+        """
+        toolbox, name = self._new_server_target(target)
+        from workbench_magic.config import ServerConfig, with_server
+        from workbench_magic.inprocess import is_server
+
+        if not (is_server(server) or callable(server)):
+            raise UsageError(
+                f"add_server needs an MCPServer (or a callable returning one), got {type(server).__name__}"
+            )
+        label = "".join(c if c.isalnum() else "_" for c in name)
+        config = ServerConfig(python=f"__main__:{label if not label[0].isdigit() else '_' + label}")
+        self._added[(toolbox, name)] = config
+        self._settings = with_server(self.settings, toolbox, name, config)
+        self._run(self._core.add_server(toolbox, name, server, self._settings))
+        return OpenedToolbox(self, toolbox)
+
+    @staticmethod
+    def _new_server_target(target: Any) -> tuple[str, str]:
+        parts = target.split("/") if isinstance(target, str) else []
+        if len(parts) != 2 or not all(parts):
+            raise UsageError(f"add_server needs 'toolbox/name', got {target!r}")
+        return parts[0], parts[1]
 
     def is_open(self, name: str) -> bool:
         state = self._core.state.get(name)

@@ -1,11 +1,13 @@
 """Bundled demo servers and the embedded default config (toolbox ``demo``).
 
 The servers are small Python MCP servers written with ``mcp.server.MCPServer``; they run
-offline with nothing but this package installed, as ``python -m workbench_magic.demo.<name>``.
+offline with nothing but this package installed: in-process in the default config (no child
+process, no second import of the SDK), and as ``python -m workbench_magic.demo.<name>`` over stdio.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from typing import Any
 
@@ -18,10 +20,45 @@ def default_config_dict() -> dict[str, Any]:
         "toolboxes": {
             "demo": {
                 "description": "Bundled demo servers: small datasets to query, and a notes store",
-                "mcpServers": {
-                    name: {"command": sys.executable, "args": ["-m", f"workbench_magic.demo.{name}"]}
-                    for name in DEMO_SERVERS
-                },
+                "mcpServers": {name: {"python": f"workbench_magic.demo:{name}_server"} for name in DEMO_SERVERS},
             }
         }
     }
+
+
+def stdio_config_dict() -> dict[str, Any]:
+    """The demo toolbox with its servers as child processes over stdio."""
+    config = default_config_dict()
+    config["toolboxes"]["demo"]["mcpServers"] = {
+        name: {"command": sys.executable, "args": ["-m", f"workbench_magic.demo.{name}"]} for name in DEMO_SERVERS
+    }
+    return config
+
+
+def _fresh(name: str) -> Any:
+    """A new server from a fresh copy of ``workbench_magic.demo.<name>``: each connection gets its
+    own state (notes, subscriptions), as each stdio process does."""
+    module_name = f"{__name__}.{name}"
+    spec = importlib.util.find_spec(module_name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    previous = sys.modules.get(module_name)
+    sys.modules[module_name] = module  # pydantic resolves the module's annotations through it
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if previous is not None:
+            sys.modules[module_name] = previous
+        else:
+            del sys.modules[module_name]
+    return module.mcp
+
+
+def datasets_server() -> Any:
+    """The datasets demo server (fresh state)."""
+    return _fresh("datasets")
+
+
+def notes_server() -> Any:
+    """The notes demo server (fresh state)."""
+    return _fresh("notes")
