@@ -7,10 +7,13 @@ imports this module and must stay light, and the import-time workers measure cle
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -242,8 +245,20 @@ def new_children(before: Iterable[int]) -> list[int]:
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    import time
-
     t0 = time.perf_counter()
     value = fn()
     return time.perf_counter() - t0, value
+
+
+def probe(code: str, *args: str) -> tuple[float, dict[str, Any]]:
+    """Run `code` in a fresh interpreter: (wall seconds of the whole process, the JSON object it
+    printed on its last line of stdout)."""
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [PY, "-c", code, *args], capture_output=True, text=True, cwd=str(ROOT), timeout=120, check=False
+    )
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(f"probe failed ({out.returncode}): {out.stderr[-2000:]}")
+    lines = out.stdout.strip().splitlines()
+    return wall, json.loads(lines[-1]) if lines else {}

@@ -1,7 +1,7 @@
 """Benchmark the workbench against the alternatives a user would pick, in one run.
 
     python bench/run.py            # full run (under 10 minutes on 2 cores), writes bench/results/latest.json
-    python bench/run.py --quick    # CI smoke (under 90 s), writes bench/results/quick.json
+    python bench/run.py --quick    # smoke (under 2 minutes), writes bench/results/quick.json
     python bench/run.py --only calls,throughput
 
 Each section runs in its own subprocess (own session, so a hang or a leaked server can be
@@ -33,6 +33,7 @@ from _common import BENCH, PY, ROOT, children, describe_pid, session_members
 # (worker, timeout in seconds for the full run); memory_wb and memory_raw run side by side
 PLAN: list[tuple[str, ...]] = [
     ("imports",),
+    ("firstuse",),
     ("calls",),
     ("throughput",),
     ("open",),
@@ -41,6 +42,7 @@ PLAN: list[tuple[str, ...]] = [
 ]
 TIMEOUT = {
     "imports": 150,
+    "firstuse": 210,
     "calls": 150,
     "throughput": 150,
     "open": 330,
@@ -50,7 +52,7 @@ TIMEOUT = {
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
 RESERVE_AFTER_OPEN = 150.0  # what memory and scale need after the open section
-SECTIONS = {"imports", "calls", "throughput", "open", "memory", "scale"}
+SECTIONS = {"imports", "firstuse", "calls", "throughput", "open", "memory", "scale"}
 
 
 # ---------------------------------------------------------------------------- workers
@@ -272,6 +274,11 @@ def extras_table(rows: list[dict[str, Any]]) -> str:
                 "anyio_imported",
                 "new_modules",
                 "threads_after",
+                "load_ext_median_s",
+                "child_processes",
+                "jsonschema_at_open",
+                "jsonschema_imported",
+                "rfc3987_syntax_imported",
             )
             if k in e
         ]
@@ -289,7 +296,7 @@ def extras_table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="fewer repetitions (CI smoke, < 90 s)")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (smoke, < 2 minutes)")
     p.add_argument("--only", default="", help="comma-separated sections: " + ",".join(sorted(SECTIONS)))
     p.add_argument("--out", default=None, help="JSON output (default bench/results/latest.json or quick.json)")
     p.add_argument("--worker", help=argparse.SUPPRESS)

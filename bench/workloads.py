@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import resource
-import subprocess
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from _common import (
     devnull,
     new_children,
     npm_available,
+    probe,
     raw_client,
     row,
     rss_mb,
@@ -37,6 +37,7 @@ from _common import (
     stdio_params,
     test_server,
 )
+from firstuse import firstuse
 
 ECHO = {"text": "x"}
 
@@ -51,16 +52,6 @@ def _loop() -> asyncio.AbstractEventLoop:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     return loop
-
-
-def _settle_background_imports() -> None:
-    """Wait for imports the workbench starts in a background thread on its first open.
-
-    (It pre-imports jsonschema, seconds of CPU when rfc3987-syntax is installed.) Timed
-    sections must not compete with it; the import-time section measures it as users see it.
-    """
-    with contextlib.suppress(ImportError):
-        import jsonschema  # noqa: F401  (blocks on the module lock until that import is done)
 
 
 def _children_rusage() -> float:
@@ -188,7 +179,7 @@ def calls(quick: bool) -> dict[str, Any]:
     rows = []
     for m in names:
         ms = [s * 1000 for s in samples[m]]
-        goals = []
+        goals: list[dict[str, Any]] = []
         if m == "wb_call":
             goals = [
                 {"kind": "ratio_max", "of": "calls/raw", "value": 1.10, "text": "≤ 1.10× (a)"},
@@ -412,7 +403,6 @@ def open_scaling(quick: bool) -> dict[str, Any]:
     # warm the client side once (SDK import, loop thread): not part of the measurement
     wb.open(f"{series[0]}1")
     wb.close_all()
-    _settle_background_imports()
 
     # ClientSessionGroup hands no errlog to stdio_client (the default is this process's
     # stderr); give it /dev/null like every other method.
@@ -530,7 +520,7 @@ def open_scaling(quick: bool) -> dict[str, Any]:
                 goals = []
                 if m == "wb" and n == 8:
                     goals = [{"kind": "ratio_max", "of": f"open/{s}/wb/1", "value": 1.5, "text": "≤ 1.5× 1 server"}]
-                baseline = f"open/{s}/wb/1" if m == "wb" else f"open/{s}/wb/{n}"
+                baseline: str | None = f"open/{s}/wb/1" if m == "wb" else f"open/{s}/wb/{n}"
                 if m == "wb" and n == 1:
                     baseline = None
                 rows.append(
@@ -635,32 +625,18 @@ print(json.dumps({"import_s": time.perf_counter() - t0}))
 """
 
 
-def _probe(code: str, *args: str) -> tuple[float, dict[str, Any]]:
-    t0 = time.perf_counter()
-    out = subprocess.run(
-        [PY, "-c", code, *args], capture_output=True, text=True, cwd=str(ROOT), timeout=120, check=False
-    )
-    wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise RuntimeError(f"probe failed ({out.returncode}): {out.stderr[-2000:]}")
-    lines = out.stdout.strip().splitlines()
-    return wall, json.loads(lines[-1]) if lines else {}
-
-
 def imports(quick: bool) -> dict[str, Any]:
     """Import time of the package and of `%load_ext`, each in a fresh interpreter; then the first open."""
     reps = 2 if quick else 10
     ext_reps = 1 if quick else 4
     alt_reps = 0 if quick else 3  # the reference imports are skipped in --quick
-    _probe("pass")  # warm the page cache / pyc files
-    _probe(_IMPORT_PROBE)
-    startup = [_probe("import json")[0] for _ in range(reps)]
-    imp = [_probe(_IMPORT_PROBE)[1] for _ in range(reps)]
-    ext = [_probe(_LOAD_EXT_PROBE, test_server()["args"][0])[1] for _ in range(ext_reps)]
-    alt = {
-        mod: [_probe(_PLAIN_IMPORT_PROBE, mod)[1]["import_s"] for _ in range(alt_reps)] for mod in ("mcp", "fastmcp")
-    }
-    raw = [_probe(_RAW_FIRST_CALL_PROBE, test_server()["args"][0])[1] for _ in range(alt_reps)]
+    probe("pass")  # warm the page cache / pyc files
+    probe(_IMPORT_PROBE)
+    startup = [probe("import json")[0] for _ in range(reps)]
+    imp = [probe(_IMPORT_PROBE)[1] for _ in range(reps)]
+    ext = [probe(_LOAD_EXT_PROBE, test_server()["args"][0])[1] for _ in range(ext_reps)]
+    alt = {mod: [probe(_PLAIN_IMPORT_PROBE, mod)[1]["import_s"] for _ in range(alt_reps)] for mod in ("mcp", "fastmcp")}
+    raw = [probe(_RAW_FIRST_CALL_PROBE, test_server()["args"][0])[1] for _ in range(alt_reps)]
     no_sdk_import = not any(p["mcp"] for p in imp) and not any(p["mcp"] for p in ext)
     no_pydantic = not any(p["pydantic"] for p in imp) and not any(p["pydantic"] for p in ext)
     rows = [
@@ -874,7 +850,6 @@ def scale(quick: bool) -> dict[str, Any]:
     wb.call("warm/s/echo", ECHO)
     wb.close("warm")
     run(_raw_warm())
-    _settle_background_imports()
 
     async def raw_open() -> float:
         o = Owned(raw_client(test_server("--many", str(many))))
@@ -941,6 +916,7 @@ def scale(quick: bool) -> dict[str, Any]:
 
 WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "imports": imports,
+    "firstuse": firstuse,
     "calls": calls,
     "throughput": throughput,
     "open": open_scaling,

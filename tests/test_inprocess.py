@@ -211,3 +211,42 @@ def test_the_demo_runs_in_process_by_default(make_workbench) -> None:
     assert not note.is_error
     wb.reconnect("demo/notes")  # a new connection is a new server: its notes are gone, as with stdio
     assert wb.call("demo/notes/list_notes", {}).data["notes"] == []
+
+
+def test_logging_of_the_notebook_is_left_as_it_was(make_workbench, inproc: Any, capsys) -> None:
+    import logging
+
+    root = logging.getLogger()
+    kept = list(root.handlers)
+    printing = logging.StreamHandler()  # what MCPServer()'s basicConfig puts on the root in a kernel
+    root.addHandler(printing)
+    try:
+        wb = make_workbench(box(a="inproc:mcp"))
+        wb.open("t")
+        assert wb.call("t/a/warn", {"text": "inside"}).text == "inside"
+        assert "careful: inside" in wb.logs("t/a")
+        assert "careful: inside" not in capsys.readouterr().err  # the server's record stays in its log
+        logging.getLogger("notebook.code").warning("outside")
+        assert "outside" in capsys.readouterr().err  # the notebook's own records still print
+    finally:
+        root.removeHandler(printing)
+    assert [h for h in root.handlers if h not in kept and type(h).__name__ != "_ServerLogHandler"] == []
+
+
+def test_python_still_prints_warnings_nobody_handles() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, sys\n"
+        f"sys.path.insert(0, {str(SERVERS)!r})\n"
+        "from workbench_magic import Workbench\n"
+        "wb = Workbench({'toolboxes': {'t': {'mcpServers': {'a': {'python': 'inproc:mcp'}}}}})\n"
+        "wb.open('t')\n"
+        "wb.call('t/a/warn', {'text': 'inside'})\n"
+        "logging.getLogger('notebook.code').warning('last resort')\n"
+        "wb.close_all()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == ["last resort"]  # Python's last resort, and nothing of the server's

@@ -58,7 +58,7 @@ def test_problems_are_phrased_as_jsonschema_phrases_them(arguments: dict[str, An
     assert expected is not None
     found = schema.check(NESTED, arguments)
     assert found == schema.Problem(tuple(expected.absolute_path), expected.message)
-    with pytest.raises(ArgumentError, match="^Invalid arguments for tool 'x' in server 's' \\(toolbox 't'\\): "):
+    with pytest.raises(ArgumentError, match=r"^Invalid arguments for tool 'x' in server 's' \(toolbox 't'\): "):
         schema.validate_arguments(tool(NESTED), arguments)
 
 

@@ -33,11 +33,18 @@ _serving: contextvars.ContextVar[TextIO | None] = contextvars.ContextVar("workbe
 
 
 class _ServerLogHandler(logging.Handler):
-    """Writes records emitted while serving an in-process server into that server's log."""
+    """Writes records emitted while serving an in-process server into that server's log.
+
+    It sits on the root logger; for every other record it changes nothing: where Python would
+    have printed the record with its last-resort handler (no handler anywhere), it still does.
+    """
 
     def emit(self, record: logging.LogRecord) -> None:
         log = _serving.get()
         if log is None:
+            last = logging.lastResort
+            if last is not None and record.levelno >= last.level and not _handled_elsewhere(record):
+                last.handle(record)
             return
         try:
             log.write(self.format(record) + "\n")
@@ -46,8 +53,27 @@ class _ServerLogHandler(logging.Handler):
             pass
 
 
+def _handled_elsewhere(record: logging.LogRecord) -> bool:
+    """Whether a handler other than ours sees the record (as `Logger.callHandlers` walks)."""
+    logger: logging.Logger | None = logging.getLogger(record.name)
+    while logger is not None:
+        if any(h is not _handler and record.levelno >= h.level for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
+
+
+class _NotWhileServing(logging.Filter):
+    """On the root logger's other handlers: a server's records go to its log, not the notebook
+    (a stdio server's go to its stderr, which is its log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _serving.get() is None
+
+
 _handler = _ServerLogHandler()
 _handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+_not_while_serving = _NotWhileServing()
 
 
 _shown_elsewhere: Callable[..., Any] | None = None
@@ -70,6 +96,9 @@ def _install_handler() -> None:
     root = logging.getLogger()
     if _handler not in root.handlers:
         root.addHandler(_handler)
+    for handler in root.handlers:
+        if handler is not _handler and _not_while_serving not in handler.filters:
+            handler.addFilter(_not_while_serving)
     if warnings.showwarning is not _show_warning:
         _shown_elsewhere, warnings.showwarning = warnings.showwarning, _show_warning
 

@@ -300,7 +300,9 @@ class Workbench(Configurable):
         return OpenedToolbox(self, name)
 
     async def _aopen(self, name: str) -> BoxState:
-        import workbench_magic.identifiers  # noqa: F401  # now, not on the first call
+        # Modules every call needs are imported now, not on the first call.
+        import workbench_magic.asking
+        import workbench_magic.identifiers  # noqa: F401
 
         return await self._core.open(name, self.settings)
 

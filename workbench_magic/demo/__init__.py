@@ -36,8 +36,8 @@ def stdio_config_dict() -> dict[str, Any]:
 
 
 def _fresh(name: str) -> Any:
-    """A new server from a fresh copy of ``workbench_magic.demo.<name>``: each connection gets its
-    own state (notes, subscriptions), as each stdio process does."""
+    """A fresh copy of the module ``workbench_magic.demo.<name>``: each connection gets its own
+    server and state (notes, subscriptions), as each stdio process does."""
     module_name = f"{__name__}.{name}"
     spec = importlib.util.find_spec(module_name)
     assert spec is not None and spec.loader is not None
@@ -51,14 +51,17 @@ def _fresh(name: str) -> Any:
             sys.modules[module_name] = previous
         else:
             del sys.modules[module_name]
-    return module.mcp
+    return module
 
 
 def datasets_server() -> Any:
-    """The datasets demo server (fresh state)."""
-    return _fresh("datasets")
+    """The datasets demo server (fresh state), its datasets loaded as it starts."""
+    module = _fresh("datasets")
+    for name in module.DESCRIPTIONS:
+        module.load(name)
+    return module.mcp
 
 
 def notes_server() -> Any:
     """The notes demo server (fresh state)."""
-    return _fresh("notes")
+    return _fresh("notes").mcp
