@@ -410,14 +410,23 @@ def serve(
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
+    token: str | None = None,
 ) -> int:
-    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server."""
+    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server.
+
+    Over HTTP, `token` (else `$WORKBENCH_SERVE_TOKEN`) is required as `Authorization: Bearer`;
+    a non-loopback `host` without one refuses to start."""
+    from workbench_magic import httpface
+
+    token = httpface.serve_token(token) if transport == "http" else None
+    if transport == "http":
+        httpface.check_bind(host, token)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT)
     server = WorkbenchServer(workbench, mode)
     logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
-    if transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning("binding to %s: the workbench is reachable from other machines; it has no authentication", host)
+    if transport == "http" and host not in httpface.LOOPBACK:
+        logger.warning("binding to %s: the workbench is reachable from other machines (token required)", host)
 
     def stop(signum: int, frame: Any) -> None:
         # The stdio transport reads stdin in a worker thread that a signal cannot unblock, so
@@ -432,7 +441,7 @@ def serve(
         if transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            httpface.run_http(server, host, port, token)
     except KeyboardInterrupt:
         logger.info("stopping")
     finally:
