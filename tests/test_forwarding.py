@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import mcp_types as types
 import pytest
-from conftest import PYTHON, SERVERS, npm_server, toolbox, write_config
+from conftest import PYTHON, SERVERS, free_port, npm_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_clientserver import ROOTS, Recorder
@@ -60,6 +63,43 @@ async def upstream(config: Path, era: str, recorder: Recorder, *extra: str, **ca
         async with Client(stdio_client(params, errlog=errlog), mode=mode, **options) as client:  # type: ignore[arg-type]
             assert client.protocol_version == version
             yield client
+
+
+@asynccontextmanager
+async def upstream_http(config: Path, era: str, recorder: Recorder) -> AsyncIterator[Client]:
+    """`serve --transport http` (with a token), reached over streamable HTTP."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    mode, version = UPSTREAM[era]
+    port = free_port()
+    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), "--transport", "http"]
+    with open(config.parent / "serve.stderr", "a") as errlog:
+        proc = subprocess.Popen([*command, "--port", str(port), "--token", "fw-token"], stderr=errlog, stdout=errlog)
+        try:
+            while True:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
+                    break
+                except httpx.TransportError:
+                    assert proc.poll() is None, "serve exited"
+                    await asyncio.sleep(0.1)
+            async with create_mcp_http_client(headers={"Authorization": "Bearer fw-token"}) as http:
+                transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+                async with Client(
+                    transport,
+                    mode=mode,  # type: ignore[arg-type]
+                    sampling_callback=recorder.sample,
+                    elicitation_callback=recorder.elicit,
+                    list_roots_callback=recorder.roots,
+                    logging_callback=recorder.log,
+                    log_level="debug",
+                ) as client:
+                    assert client.protocol_version == version
+                    yield client
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
 
 
 def run(config: Path, era: str, body: Callable[[Client, Recorder], Any], *extra: str, **callbacks: Any) -> Recorder:
@@ -183,3 +223,30 @@ def test_what_the_upstream_client_lacks_is_not_advertised_or_forwarded(config: P
         assert not rec.samplings and not rec.elicitations
 
     run(config, era, body, sampling_callback=None, elicitation_callback=None)
+
+
+@eras
+def test_forwarding_over_http(config: Path, era: str) -> None:
+    """The same through `serve --transport http`: requests ride the call's own response stream."""
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async def main() -> None:
+        rec = Recorder()
+        async with asyncio.timeout(LIMIT), upstream_http(config, era, rec) as client:
+            for server in DOWNSTREAM:
+                sampled = await use(client, server, "sample", {"prompt": f"http {server}"})
+                assert sampled["text"] == "four"
+                assert (await use(client, server, "ask_person"))["content"]["name"] == "Ada"
+                assert (await use(client, server, "my_roots"))["roots"][0]["uri"] == str(ROOTS[0].uri)
+                assert await use(client, server, "log_at", {"levels": ["warning"], "message": f"over http {server}"})
+                hello = f"over http {server}"
+                await rec.wait_for(lambda: any(hello in json.dumps(log.data) for log in rec.logs))  # noqa: B023
+            arguments = {"duration": 0.3, "steps": 3}
+            await use(client, "ev", "trigger-long-running-operation", arguments, progress_callback=on_progress)
+            assert progress == [1, 2, 3]
+            assert [p.messages[0].content.text for p in rec.samplings] == ["http new", "http old"]  # type: ignore[union-attr]
+
+    asyncio.run(main())

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from workbench_magic.errors import WorkbenchError
-from workbench_magic.runtime import current_channel
+from workbench_magic.runtime import current_channel, opening_channel
 
 logger = logging.getLogger("workbench_magic")
 
@@ -302,7 +302,7 @@ def show_authorize_link(where: str, url: str) -> None:
     """The link for the person, where they wait: a clickable link in the notebook cell that opened
     the server, and a log line (stderr) everywhere."""
     logger.warning("%s needs authorization: open %s", where, url)
-    channel = current_channel.get()
+    channel = current_channel.get() or opening_channel.get()
     if channel is not None:
         channel.post(lambda: _display_link(where, url))
 
@@ -389,7 +389,7 @@ def oauth_provider(server_url: str, options: OAuthOptions, where: str) -> Any:
 
 
 async def _ask_paste(where: str) -> dict[str, str]:
-    channel = current_channel.get()
+    channel = current_channel.get() or opening_channel.get()
     if channel is None:
         raise WorkbenchError(f"Authorization of {where} needs the redirected URL pasted, and nobody can paste here")
     prompt = f"{where}: after authorizing, paste the URL your browser was sent to: "

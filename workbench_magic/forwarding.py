@@ -29,12 +29,15 @@ from typing import Any
 
 import mcp_types as types
 
-from workbench_magic.runtime import Call, LoopChannel
+from workbench_magic.runtime import Call, LoopChannel, LoopThread
 
 logger = logging.getLogger("workbench_magic.server")
 
 PENDING_TTL = 600.0
 """Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
+
+_SETTLE_ROUNDS = 8
+"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up."""
 
 _Question = tuple[Any, type[Any], "concurrent.futures.Future[Any]"]
 
@@ -58,6 +61,7 @@ class Upstream:
         version = context.protocol_version or ""
         self.modern = version >= "2026-07-28"
         self.questions: asyncio.Queue[_Question] = asyncio.Queue()
+        self._sent: list[concurrent.futures.Future[None]] = []
 
     # ---- what the upstream client declared ------------------------------------------------
     def offers(self, kind: str, *, url: bool = False) -> bool:
@@ -121,7 +125,17 @@ class Upstream:
     # ---- notifications, posted to the serve loop -------------------------------------------
     def log(self, params: Any) -> None:
         """A downstream log message, as the upstream request's log message (from the workbench loop)."""
-        asyncio.run_coroutine_threadsafe(self._log(params), self.loop)
+        self._sent.append(asyncio.run_coroutine_threadsafe(self._log(params), self.loop))
+
+    async def flush(self) -> None:
+        """Wait until the downstream's notifications are out: they must precede the call's result
+        (over HTTP the request's stream closes with it). The SDK may hand the workbench a
+        notification after the response that followed it, so the workbench loop first runs what
+        it has queued."""
+        await LoopThread.get().arun(_let_queued_callbacks_run())
+        sent, self._sent = self._sent, []
+        if sent:
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
 
     async def _log(self, params: Any) -> None:
         context = self.context
@@ -135,12 +149,20 @@ class Upstream:
         except Exception as exc:
             logger.debug("a log message could not reach the upstream client: %s", exc)
 
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """The downstream call's progress, as the upstream request's (on the serve loop)."""
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The downstream call's progress, as the upstream request's (run on the serve loop)."""
+        self._sent.append(asyncio.run_coroutine_threadsafe(self._progress(progress, total, message), self.loop))
+
+    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         try:
             await self.context.report_progress(progress, total, message)
         except Exception as exc:
             logger.debug("progress could not reach the upstream client: %s", exc)
+
+
+async def _let_queued_callbacks_run() -> None:
+    for _ in range(_SETTLE_ROUNDS):
+        await asyncio.sleep(0)
 
 
 class UpstreamChannel(LoopChannel):
@@ -219,6 +241,7 @@ class Forwarder:
             raise
         if done.done():
             asking.cancel()
+            await pending.upstream.flush()
             return done.result()
         questions = [asking.result()]
         while not pending.upstream.questions.empty():

@@ -172,6 +172,8 @@ class LoopChannel(Channel):
 
 
 current_channel: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("current_channel", default=None)
+opening_channel: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("opening_channel", default=None)
+"""In a connection's own tasks: the channel of the call that started the connection."""
 
 
 # ---- futures --------------------------------------------------------------------------------

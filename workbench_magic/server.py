@@ -315,6 +315,9 @@ class WorkbenchServer(MCPServer):
             result = await self.workbench.acall(ident, arguments)
             return result.raw  # type: ignore[no-any-return]
 
+        if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
+            advertise(self.workbench, context, no_upstream_sampling)
+
         def start(channel: UpstreamChannel) -> Any:
             return self.workbench.submit(ident, arguments, progress=channel.upstream.progress, channel=channel)
 
