@@ -278,9 +278,17 @@ def test_oauth_with_the_redirect_pasted(
         wb.close_all()
 
 
-def test_oauth_with_a_preregistered_client(oauth_url: str, browser: Callable[..., Browser]) -> None:
-    """A `client_id` skips dynamic registration (the server refuses unknown clients, so register it first)."""
+def test_oauth_with_a_preregistered_client(
+    oauth_url: str, browser: Callable[..., Browser], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `client_id` skips dynamic registration (the server refuses unknown clients, so register it
+    first). The authorize link reaches the thread that opened the server (a notebook cell's)."""
     browser()
+    shown: list[tuple[str, str, str]] = []
+    monkeypatch.setattr(
+        "workbench_magic.auth._display_link",
+        lambda where, url: shown.append((where, url, threading.current_thread().name)),
+    )
     registered = httpx.post(
         oauth_url.replace("/mcp", "/register"),
         json={"redirect_uris": [f"http://127.0.0.1:{free_port()}/callback"], "token_endpoint_auth_method": "none"},
@@ -291,6 +299,8 @@ def test_oauth_with_a_preregistered_client(oauth_url: str, browser: Callable[...
     try:
         assert wb.call("o/srv/whoami").text == registered["client_id"]
         assert stats(wb)["registered"] == 1  # only ours, above
+        assert len(shown) == 1 and shown[0][0] == oauth_url and "/authorize?" in shown[0][1]
+        assert shown[0][2] == threading.current_thread().name  # shown where the call was made
     finally:
         wb.close_all()
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import mcp_types as types
 
-from workbench_magic.runtime import Call, LoopChannel, LoopThread
+from workbench_magic.runtime import Call, LoopChannel
 
 logger = logging.getLogger("workbench_magic.server")
 
@@ -127,12 +127,15 @@ class Upstream:
         """A downstream log message, as the upstream request's log message (from the workbench loop)."""
         self._sent.append(asyncio.run_coroutine_threadsafe(self._log(params), self.loop))
 
-    async def flush(self) -> None:
+    async def flush(self, call_loop: asyncio.AbstractEventLoop) -> None:
         """Wait until the downstream's notifications are out: they must precede the call's result
         (over HTTP the request's stream closes with it). The SDK may hand the workbench a
-        notification after the response that followed it, so the workbench loop first runs what
+        notification after the response that followed it, so the call's loop first runs what
         it has queued."""
-        await LoopThread.get().arun(_let_queued_callbacks_run())
+        if call_loop is asyncio.get_running_loop():
+            await _let_queued_callbacks_run()
+        elif not call_loop.is_closed():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
         sent, self._sent = self._sent, []
         if sent:
             await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
@@ -241,7 +244,7 @@ class Forwarder:
             raise
         if done.done():
             asking.cancel()
-            await pending.upstream.flush()
+            await pending.upstream.flush(pending.call.loop)
             return done.result()
         questions = [asking.result()]
         while not pending.upstream.questions.empty():

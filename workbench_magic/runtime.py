@@ -186,6 +186,11 @@ class Call(concurrent.futures.Future[T]):
         self._loop = loop
         self._task: asyncio.Task[T] | None = None
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the call runs on."""
+        return self._loop
+
     def _start(self, coro: Coroutine[Any, Any, T], context: contextvars.Context | None) -> None:
         self._task = self._loop.create_task(coro, context=context)
         self._task.add_done_callback(self._settle)
