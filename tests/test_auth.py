@@ -30,6 +30,7 @@ from workbench_magic.auth import TOKEN_DIR_ENV, AuthConfig, OAuthOptions, parse_
 from workbench_magic.config import load_config
 from workbench_magic.errors import ConfigError, WorkbenchError
 from workbench_magic.masking import mask
+from workbench_magic.views import ConfigView
 
 OAUTHSERVER = SERVERS / "oauthserver.py"
 TTL = 2
@@ -143,6 +144,9 @@ def test_auth_config_shapes_and_secrets(monkeypatch: pytest.MonkeyPatch) -> None
     assert o.auth is not None and o.auth.oauth is not None and o.auth.oauth.client_secret == "secret-from-env"
     assert {"bearer-from-env", "secret-from-env"} <= config.secrets
     assert mask("Authorization: Bearer bearer-from-env", b.secrets) == "Authorization: Bearer ***"
+    shown = repr(config) + ConfigView(config).text()
+    assert "bearer-from-env" not in shown and "secret-from-env" not in shown
+    assert "auth: bearer" in ConfigView(config).text() and "auth: oauth" in ConfigView(config).text()
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ class OAuthOptions:
     to ask for, a fixed loopback port for the redirect, and whether the person pastes the redirect."""
 
     client_id: str | None = None
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
     redirect_port: int | None = None
     paste: bool = False
@@ -67,8 +67,11 @@ class OAuthOptions:
 class AuthConfig:
     """A server's `auth`: exactly one of `bearer` and `oauth`."""
 
-    bearer: str | None = None
+    bearer: str | None = field(default=None, repr=False)
     oauth: OAuthOptions | None = None
+
+    def __repr__(self) -> str:
+        return "AuthConfig(bearer=***)" if self.bearer is not None else f"AuthConfig(oauth={self.oauth!r})"
 
     @property
     def secrets(self) -> frozenset[str]:
