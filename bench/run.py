@@ -39,6 +39,7 @@ PLAN: list[tuple[str, ...]] = [
     ("open",),
     ("memory_wb", "memory_raw"),
     ("scale",),
+    ("proxy",),
 ]
 TIMEOUT = {
     "imports": 150,
@@ -49,10 +50,11 @@ TIMEOUT = {
     "memory_wb": 200,
     "memory_raw": 200,
     "scale": 120,
+    "proxy": 240,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
-RESERVE_AFTER_OPEN = 150.0  # what memory and scale need after the open section
-SECTIONS = {"imports", "firstuse", "calls", "throughput", "open", "memory", "scale"}
+RESERVE_AFTER_OPEN = 270.0  # what memory, scale and proxy need after the open section
+SECTIONS = {"imports", "firstuse", "calls", "throughput", "open", "memory", "scale", "proxy"}
 
 
 # ---------------------------------------------------------------------------- workers

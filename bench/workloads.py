@@ -923,6 +923,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "memory_wb": memory_wb,
     "memory_raw": memory_raw,
     "scale": scale,
+    "proxy": lambda quick: __import__("proxy").proxy(quick),
 }
 
 

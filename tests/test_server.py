@@ -301,21 +301,6 @@ def test_http_transport_binds_loopback(config: Path, tmp_path: Path) -> None:
         log.close()
 
 
-def test_binding_elsewhere_warns(config: Path, tmp_path: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen(
-        serve_command(config, "--transport", "http", "--host", "0.0.0.0", "--port", str(port)),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stderr is not None
-    first_lines = [proc.stderr.readline() for _ in range(2)]
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(30)
-    assert any("reachable from other machines" in line for line in first_lines), first_lines
-
-
 def test_invalid_config_fails_fast_with_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"toolboxes": {"dev": {"mcpServers": {"s": {"comand": "x"}}}}}')

@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--token", default=None, help="HTTP: require 'Authorization: Bearer TOKEN' (default: $WORKBENCH_SERVE_TOKEN)"
+    )
     return parser
 
 
@@ -47,7 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from workbench_magic.server import serve
 
-            return serve(args.config, mode=args.mode, transport=args.transport, host=args.host, port=args.port)
+            return serve(
+                args.config, mode=args.mode, transport=args.transport, host=args.host, port=args.port, token=args.token
+            )
         if args.command == "demo":
             from workbench_magic.demo.smoke import run_demo
 

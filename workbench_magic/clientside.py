@@ -163,6 +163,12 @@ async def _call_handler(handler: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
+def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> Any:
+    """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it."""
+    upstream = getattr(channel, "upstream", None)
+    return upstream if upstream is not None and upstream.offers(kind, url=url) else None
+
+
 # ---- answering servers -----------------------------------------------------------------------------
 class ClientSide:
     """Answers what servers ask of the client (loop thread). One per `Workbench` core.
@@ -206,7 +212,10 @@ class ClientSide:
         from mcp_types import ErrorData
 
         handler = self._handlers().sampling_handler
-        if handler == ASK_PERSON:
+        upstream = _upstream(channel, "sampling")
+        if upstream is not None:
+            handler = upstream.sample
+        elif handler == ASK_PERSON:
             handler = self._person_as_model(conn, channel)
         started, t0 = time.time(), time.perf_counter()
         asked = {"messages": text_of_messages(params.messages), "max_tokens": params.max_tokens}
@@ -249,8 +258,11 @@ class ClientSide:
         url = getattr(params, "url", None)
         schema = dict(getattr(params, "requested_schema", None) or {})
         asked: dict[str, Any] = {"message": params.message, **({"url": url} if url else {"schema": schema})}
+        upstream = _upstream(channel, "elicitation", url=bool(url))
         try:
-            if handler is None:
+            if upstream is not None:
+                answer = await upstream.elicit(params)
+            elif handler is None:
                 answer = await self._ask_person(conn, params.message, schema, url, channel)
             elif isinstance(handler, Mapping):
                 answer = {"action": "accept"} if url else dict(handler)
@@ -303,6 +315,11 @@ class ClientSide:
         from mcp_types import ListRootsResult, Root
 
         started, t0 = time.time(), time.perf_counter()
+        upstream = _upstream(conn.caller(), "roots")
+        if upstream is not None:
+            forwarded = await upstream.list_roots()
+            self._log(conn, "roots", {}, [str(r.uri) for r in forwarded.roots], started, t0)
+            return forwarded
         roots = self.roots_of(conn)
         result = ListRootsResult(
             roots=[
@@ -318,6 +335,9 @@ class ClientSide:
         data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
         line = f"[{level}] {params.logger + ': ' if params.logger else ''}{data}"
         conn.note(line)
+        upstream = getattr(channel, "upstream", None)
+        if upstream is not None:
+            upstream.log(params)
         python_logger = logging.getLogger(f"workbench_magic.server.{conn.toolbox}.{conn.name}")
         python_logger.log(_PYTHON_LEVELS.get(level, logging.INFO), "%s", mask_value(data, conn.secrets))
         notice = getattr(channel, "notice", None) if channel is not None else None

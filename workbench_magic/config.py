@@ -61,6 +61,7 @@ from pydantic import (
     model_validator,
 )
 
+from workbench_magic.auth import AuthConfig, AuthConfigError, parse_auth
 from workbench_magic.errors import ConfigError, ServerNotFoundError, ToolboxNotFoundError, first_line
 
 __all__ = [
@@ -292,6 +293,7 @@ class ServerConfig(_ConfigModel):
     tool_filters: list[str] | None = Field(default=None, alias="toolFilters")
     timeout: float | None = None
     roots: list[str] | Literal[False] | None = None
+    auth: AuthConfig | None = None
 
     _expanded_secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
@@ -349,6 +351,14 @@ class ServerConfig(_ConfigModel):
             raise _Invalid(f"must be a list of paths or URIs, or false, got {_jtype(value)}", fix)
         return [_string(item, fix, i) for i, item in enumerate(value)]
 
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _check_auth(cls, value: Any) -> Any:
+        try:
+            return parse_auth(value)
+        except AuthConfigError as exc:
+            raise _Invalid(exc.problem, exc.fix) from None
+
     @field_validator("timeout", mode="before")
     @classmethod
     def _check_timeout(cls, value: Any) -> float | None:
@@ -387,6 +397,9 @@ class ServerConfig(_ConfigModel):
         if has_command and config.headers:
             problem = "only applies to HTTP servers (with 'url'), and this one has a 'command'"
             raise _Invalid(problem, "Fix: remove it, or pass the values through 'env'", "headers")
+        if has_command and config.auth is not None:
+            problem = "only applies to HTTP servers (with 'url'), and this one has a 'command'"
+            raise _Invalid(problem, "Fix: remove it, or pass a token through 'env'", "auth")
         for key in () if has_command else ("args", "env", "cwd"):
             if getattr(config, key):
                 problem = "only applies to stdio servers (with 'command'), and this one has a 'url'"
@@ -416,7 +429,7 @@ class ServerConfig(_ConfigModel):
                 kind = "stdio" if key == "command" else "remote"
                 fix = f"Fix: keep 'python' for an in-process server, or '{key}' for a {kind} one"
                 raise _Invalid(f"has both 'python' and '{key}'", fix)
-        for key in ("args", "env", "cwd", "headers"):
+        for key in ("args", "env", "cwd", "headers", "auth"):
             if getattr(config, key):
                 problem = "does not apply to in-process servers (with 'python')"
                 raise _Invalid(problem, "Fix: remove it (the server runs inside this Python process)", key)
@@ -445,7 +458,7 @@ class ServerConfig(_ConfigModel):
         masks should skip values too short to be secret.
         """
         values = {v for v in (*self.env.values(), *self.headers.values()) if v}
-        return self._expanded_secrets | values
+        return self._expanded_secrets | values | (self.auth.secrets if self.auth else frozenset())
 
     def allows(self, tool_name: str) -> bool:
         """Whether ``toolFilters`` lets this tool through.
@@ -654,6 +667,10 @@ class _Parser:
         secrets = self.secrets.setdefault(key, set())
 
         def expand(value: Any, at: str) -> Any:
+            if isinstance(value, Mapping):  # nested objects (`auth.oauth`) expand too
+                return {k: expand(v, _join(at, k)) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [expand(item, f"{at}[{i}]") for i, item in enumerate(value)]
             return self.expand(value, at, secrets) if isinstance(value, str) else value
 
         for name, value in items.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import math
 import time
@@ -22,7 +23,7 @@ from workbench_magic import schema, serverlog
 from workbench_magic.errors import ConnectError, describe_exception, leaf_exception
 from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo
-from workbench_magic.runtime import Channel, current_channel
+from workbench_magic.runtime import Channel, current_channel, opening_channel
 from workbench_magic.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.subscriptions import ResourceSubscriptions
 from workbench_magic.transports import all_pages, make_transport, sdk_deprecations
@@ -45,6 +46,17 @@ BACKOFF_MAX = 30.0
 class _InFlight:
     channel: Channel | None
     scope: anyio.CancelScope | None
+
+
+def _owner_context() -> contextvars.Context:
+    """The owner task outlives the call that started it: the SDK serves server requests in its
+    tasks, which must not find that call's channel (`caller()` then finds the call in flight).
+    The opening call's channel stays reachable as `opening_channel` (for an authorize link)."""
+    opener = current_channel.get()
+    context = contextvars.copy_context()
+    context.run(current_channel.set, None)
+    context.run(opening_channel.set, opener)
+    return context
 
 
 class Connection:
@@ -190,7 +202,9 @@ class Connection:
             self._refresh_wanted = asyncio.Event()
             self._generation += 1
             self._owner = loop.create_task(
-                self._own(ready, self._stop, self._generation), name=f"mcp-owner-{self.toolbox}/{self.name}"
+                self._own(ready, self._stop, self._generation),
+                name=f"mcp-owner-{self.toolbox}/{self.name}",
+                context=_owner_context(),
             )
             try:
                 await asyncio.shield(ready)

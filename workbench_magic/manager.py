@@ -653,6 +653,20 @@ class Workbench(Configurable):
 
         self._run(short_errors(apply()))
 
+    def logout(self, target: str) -> list[str]:
+        """Forget the stored OAuth tokens (and registered client) of one server (`toolbox/server`)
+        or of every OAuth server of a toolbox; the names of the servers that had some. A connection
+        already open keeps its session until it is closed or reconnected; the next connect asks
+        the person to authorize again."""
+        from workbench_magic.auth import forget
+
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Name a toolbox or toolbox/server")
+        names = [server] if server is not None else list(self.settings.toolbox(toolbox).mcp_servers)
+        configs = {name: self.settings.server(toolbox, name) for name in names}
+        return [name for name, cfg in configs.items() if cfg.url and cfg.auth and cfg.auth.oauth and forget(cfg.url)]
+
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"
         try:

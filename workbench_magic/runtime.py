@@ -172,6 +172,8 @@ class LoopChannel(Channel):
 
 
 current_channel: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("current_channel", default=None)
+opening_channel: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("opening_channel", default=None)
+"""In a connection's own tasks: the channel of the call that started the connection."""
 
 
 # ---- futures --------------------------------------------------------------------------------
@@ -183,6 +185,11 @@ class Call(concurrent.futures.Future[T]):
         super().__init__()
         self._loop = loop
         self._task: asyncio.Task[T] | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the call runs on."""
+        return self._loop
 
     def _start(self, coro: Coroutine[Any, Any, T], context: contextvars.Context | None) -> None:
         self._task = self._loop.create_task(coro, context=context)

@@ -30,6 +30,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 from workbench_magic import schema
 from workbench_magic.core import ToolsChanged
 from workbench_magic.errors import WorkbenchError
+from workbench_magic.forwarding import Forwarder, UpstreamChannel, advertise, no_upstream_sampling
 from workbench_magic.identifiers import parse_identifier
 from workbench_magic.manager import Workbench
 from workbench_magic.results import ToolInfo
@@ -37,6 +38,8 @@ from workbench_magic.results import ToolInfo
 logger = logging.getLogger("workbench_magic.server")
 
 Mode = Literal["proxy", "dynamic"]
+Answer = types.CallToolResult | types.InputRequiredResult
+"""A call's answer: its result, or (2026-07-28 clients) a downstream question to answer first."""
 MAX_TOOL_NAME = 64
 SERVE_HISTORY_LIMIT = 1_000
 """`serve` runs for days: it keeps fewer calls in its history than a notebook."""
@@ -198,6 +201,7 @@ class WorkbenchServer(MCPServer):
         # leaves when its connection closes.
         self._legacy: dict[int, Any] = {}
         self._unsubscribe: Callable[[], None] | None = None
+        self._forwarder = Forwarder()
         if mode == "dynamic":
             self._unsubscribe = workbench.subscribe(self._downstream_event)
             self._advertise_list_changed()
@@ -240,9 +244,9 @@ class WorkbenchServer(MCPServer):
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(context)
-        handler: Callable[[dict[str, Any], Context[Any, Any] | None], Awaitable[types.CallToolResult]] | None = {
+        handler: Callable[[dict[str, Any], Context[Any, Any] | None], Awaitable[Answer]] | None = {
             "list_toolboxes": self._list_toolboxes,
             "open_toolbox": self._open_toolbox,
             "close_toolbox": self._close_toolbox,
@@ -256,7 +260,7 @@ class WorkbenchServer(MCPServer):
             info = self._dynamic.get(name)
             if info is None:
                 return _error(f"Unknown tool '{name}'. Meta-tools: {', '.join(META_TOOLS)}")
-            return await self._forward(info.identifier, arguments)
+            return await self._forward(info.identifier, arguments, context)
         except WorkbenchError as exc:
             return _error(str(exc))
 
@@ -270,6 +274,7 @@ class WorkbenchServer(MCPServer):
 
     async def _open_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         name = arguments["toolbox"]
+        advertise(self.workbench, context, no_upstream_sampling)
         box = await self.workbench.aopen(name)
         servers = box.servers
         tools = box.tools
@@ -293,22 +298,32 @@ class WorkbenchServer(MCPServer):
             await self._register(name)
         return _text_result({"toolbox": name, "closed": was_open})
 
-    async def _use_tool(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+    async def _use_tool(self, arguments: dict[str, Any], context: Any) -> Answer:
         ident = parse_identifier(arguments["tool"])
-        return await self._forward(ident, arguments.get("arguments") or {})
+        return await self._forward(ident, arguments.get("arguments") or {}, context)
 
     async def _search_tools(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         query = arguments["query"]
         found = self.workbench.search(query) if query.strip() else self.workbench.tools()
         return _text_result({"query": query, "tools": [t.to_dict() for t in found]})
 
-    async def _forward(self, ident: Any, arguments: dict[str, Any]) -> types.CallToolResult:
-        """The downstream result unchanged; failures as errors with the toolbox/server/tool context."""
+    async def _forward(self, ident: Any, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Answer:
+        """The downstream result unchanged; failures as errors with the toolbox/server/tool context.
+        What the downstream server asks or tells meanwhile goes to the upstream client (forwarding.py)."""
         if not isinstance(arguments, dict):
             return _error("arguments must be an object of the tool's arguments")
-        result = await self.workbench.acall(ident, arguments)
-        raw: types.CallToolResult = result.raw
-        return raw
+        if context is None:
+            result = await self.workbench.acall(ident, arguments)
+            return result.raw  # type: ignore[no-any-return]
+
+        if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
+            advertise(self.workbench, context, no_upstream_sampling)
+
+        def start(channel: UpstreamChannel) -> Any:
+            return self.workbench.submit(ident, arguments, progress=channel.upstream.progress, channel=channel)
+
+        answer = await self._forwarder.run(context, start)
+        return answer if isinstance(answer, types.InputRequiredResult) else answer.raw  # type: ignore[no-any-return]
 
     # ---- dynamic mode -------------------------------------------------------------------
     async def _register(self, toolbox: str, *, changed: bool = False) -> None:
@@ -377,7 +392,8 @@ class WorkbenchServer(MCPServer):
             asyncio.run_coroutine_threadsafe(self._register(event.toolbox, changed=True), self._server_loop)
 
     def close(self) -> None:
-        """Stop listening to the workbench."""
+        """Stop listening to the workbench; cancel calls still waiting for their client."""
+        self._forwarder.close()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -409,14 +425,23 @@ def serve(
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
+    token: str | None = None,
 ) -> int:
-    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server."""
+    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server.
+
+    Over HTTP, `token` (else `$WORKBENCH_SERVE_TOKEN`) is required as `Authorization: Bearer`;
+    a non-loopback `host` without one refuses to start."""
+    from workbench_magic import httpface
+
+    token = httpface.serve_token(token) if transport == "http" else None
+    if transport == "http":
+        httpface.check_bind(host, token)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT)
     server = WorkbenchServer(workbench, mode)
     logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
-    if transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning("binding to %s: the workbench is reachable from other machines; it has no authentication", host)
+    if transport == "http" and host not in httpface.LOOPBACK:
+        logger.warning("binding to %s: the workbench is reachable from other machines (token required)", host)
 
     def stop(signum: int, frame: Any) -> None:
         # The stdio transport reads stdin in a worker thread that a signal cannot unblock, so
@@ -431,7 +456,7 @@ def serve(
         if transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            httpface.run_http(server, host, port, token)
     except KeyboardInterrupt:
         logger.info("stopping")
     finally:

@@ -32,12 +32,16 @@ def make_transport(
             command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
         )
         return stdio_client(params, errlog=errlog)
+    from workbench_magic.auth import http_auth
+
+    assert config.url is not None
+    extra, auth = http_auth(config, config.url)
+    headers = {**config.headers, **extra}
     if kind == "sse":
         from mcp.client.sse import sse_client
 
-        assert config.url is not None
-        return sse_client(config.url, headers=dict(config.headers) or None, timeout=connect_timeout)
-    return _http_transport(config.url or "", dict(config.headers))
+        return sse_client(config.url, headers=headers or None, timeout=connect_timeout, auth=auth)
+    return _http_transport(config.url, headers, auth)
 
 
 _PAGE_CAP = 1000
@@ -65,14 +69,14 @@ async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -
     return items
 
 
-def _http_transport(url: str, headers: dict[str, str]) -> Any:
-    """Streamable HTTP with our own httpx2 client (for headers), closed with the transport."""
+def _http_transport(url: str, headers: dict[str, str], auth: Any = None) -> Any:
+    """Streamable HTTP with our own httpx2 client (for headers and auth), closed with the transport."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     @contextlib.asynccontextmanager
     async def transport() -> Any:
-        async with create_mcp_http_client(headers=headers or None) as http:
+        async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
             async with streamable_http_client(url, http_client=http) as streams:
                 yield streams
 

@@ -137,6 +137,8 @@ class ConfigView(_View):
             extras.append(f"headers: {', '.join(cfg.headers)}")
         if cfg.tool_filters is not None:
             extras.append(f"tools: {', '.join(cfg.tool_filters)}")
+        if getattr(cfg, "auth", None) is not None:
+            extras.append("auth: bearer" if cfg.auth.bearer is not None else "auth: oauth")
         return where + (f" [{'; '.join(extras)}]" if extras else "")
 
 

@@ -1,0 +1,288 @@
+"""`serve` forwards what a downstream server asks and tells during a call to the upstream client.
+
+A `use_tool` (or dynamic-mode) call runs on the workbench loop with an `UpstreamChannel`: a
+`LoopChannel` of the serve loop whose `upstream` is the client that made the call. `ClientSide`
+hands that upstream the downstream server's sampling, elicitation (form and URL) and roots
+requests and its log messages; the call's progress goes up as the upstream request's progress.
+
+The upstream client's protocol generation decides how a request travels:
+
+- 2025-11-25 (handshake era): a real JSON-RPC request to the upstream client, related to the
+  `tools/call` being served, sent from the serve loop while the downstream call waits;
+- 2026-07-28: servers may not send requests, so the `tools/call` answers an
+  `InputRequiredResult` carrying the downstream's question; the downstream call keeps waiting
+  (`PendingCall`), and the client's retry (its `request_state` names the pending call) delivers
+  the answer and waits for the next question or the result.
+
+What the upstream client did not declare is not forwarded: sampling is then refused, elicitation
+declined, and roots are the workbench's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+
+from workbench_magic.runtime import Call, LoopChannel
+
+logger = logging.getLogger("workbench_magic.server")
+
+PENDING_TTL = 600.0
+"""Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
+
+_SETTLE_ROUNDS = 8
+"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up."""
+
+_Question = tuple[Any, type[Any], "concurrent.futures.Future[Any]"]
+
+
+def _without_meta(params: Any) -> Any:
+    """Downstream request params without the downstream's own `_meta` (its progress token)."""
+    return params.model_copy(update={"meta": None}) if getattr(params, "meta", None) is not None else params
+
+
+class Upstream:
+    """The upstream client of one call being served, as the downstream's questions see it.
+
+    Methods that start with `a` are awaited on the workbench loop; they reach the upstream
+    session on the serve loop.
+    """
+
+    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.context = context
+        self.loop = loop
+        self.capabilities: types.ClientCapabilities | None = context.client_capabilities
+        version = context.protocol_version or ""
+        self.modern = version >= "2026-07-28"
+        self.questions: asyncio.Queue[_Question] = asyncio.Queue()
+        self._sent: list[concurrent.futures.Future[None]] = []
+
+    # ---- what the upstream client declared ------------------------------------------------
+    def offers(self, kind: str, *, url: bool = False) -> bool:
+        """Whether the upstream client declared `kind` (sampling, elicitation, roots)."""
+        caps = self.capabilities
+        if caps is None:
+            return False
+        if kind == "elicitation":
+            elicitation = caps.elicitation
+            if elicitation is None:
+                return False
+            if url:
+                return elicitation.url is not None
+            return elicitation.form is not None or elicitation.url is None
+        return getattr(caps, kind, None) is not None
+
+    # ---- requests, from the workbench loop ------------------------------------------------
+    async def sample(self, messages: list[Any], params: Any) -> Any:
+        """The upstream client's answer to a downstream `sampling/createMessage`."""
+        request = types.CreateMessageRequest(params=_without_meta(params))
+        wants_tools = bool(getattr(params, "tools", None))
+        result_type = types.CreateMessageResultWithTools if wants_tools else types.CreateMessageResult
+        return await self._request(request, result_type)
+
+    async def elicit(self, params: Any) -> types.ElicitResult:
+        """The upstream client's answer to a downstream `elicitation/create` (form or URL)."""
+        params = _without_meta(params)
+        if not self.modern and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
+            # 2026-07-28 servers send URL elicitations without an id; the handshake era requires one.
+            params = params.model_copy(update={"elicitation_id": f"workbench-{secrets.token_hex(8)}"})
+        return await self._request(types.ElicitRequest(params=params), types.ElicitResult)  # type: ignore[no-any-return]
+
+    async def list_roots(self) -> types.ListRootsResult:
+        """The upstream client's roots."""
+        return await self._request(types.ListRootsRequest(), types.ListRootsResult)  # type: ignore[no-any-return]
+
+    async def _request(self, request: Any, result_type: type[Any]) -> Any:
+        if self.modern:
+            answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self.loop.call_soon_threadsafe(self.questions.put_nowait, (request, result_type, answer))
+            return await asyncio.wrap_future(answer)
+        return await self._on_serve_loop(self._send(request, result_type))
+
+    async def _send(self, request: Any, result_type: type[Any]) -> Any:
+        from mcp.shared.message import ServerMessageMetadata
+
+        session = self.context.request_context.session
+        related = self.context.request_context.request_id
+        return await session.send_request(
+            request, result_type, metadata=ServerMessageMetadata(related_request_id=related)
+        )
+
+    async def _on_serve_loop(self, coro: Any) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+
+    # ---- notifications, posted to the serve loop -------------------------------------------
+    def log(self, params: Any) -> None:
+        """A downstream log message, as the upstream request's log message (from the workbench loop)."""
+        self._sent.append(asyncio.run_coroutine_threadsafe(self._log(params), self.loop))
+
+    async def flush(self, call_loop: asyncio.AbstractEventLoop) -> None:
+        """Wait until the downstream's notifications are out: they must precede the call's result
+        (over HTTP the request's stream closes with it). The SDK may hand the workbench a
+        notification after the response that followed it, so the call's loop first runs what
+        it has queued."""
+        if call_loop is asyncio.get_running_loop():
+            await _let_queued_callbacks_run()
+        elif not call_loop.is_closed():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
+        sent, self._sent = self._sent, []
+        if sent:
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
+
+    async def _log(self, params: Any) -> None:
+        context = self.context
+        try:
+            await context.request_context.session.send_log_message(
+                level=params.level,
+                data=params.data,
+                logger=params.logger,
+                related_request_id=context.request_context.request_id,
+            )
+        except Exception as exc:
+            logger.debug("a log message could not reach the upstream client: %s", exc)
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The downstream call's progress, as the upstream request's (run on the serve loop)."""
+        self._sent.append(asyncio.run_coroutine_threadsafe(self._progress(progress, total, message), self.loop))
+
+    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        try:
+            await self.context.report_progress(progress, total, message)
+        except Exception as exc:
+            logger.debug("progress could not reach the upstream client: %s", exc)
+
+
+async def _let_queued_callbacks_run() -> None:
+    for _ in range(_SETTLE_ROUNDS):
+        await asyncio.sleep(0)
+
+
+class UpstreamChannel(LoopChannel):
+    """The channel of a call being served: the serve loop, and the upstream client to forward to."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        super().__init__(upstream.loop)
+        self.upstream = upstream
+
+
+class PendingCall:
+    """A downstream call waiting on a 2026-07-28 client's answers, between its retries."""
+
+    def __init__(self, upstream: Upstream, call: Call[Any]) -> None:
+        self.upstream = upstream
+        self.call = call
+        self.asked: dict[str, _Question] = {}
+        self.expiry: asyncio.TimerHandle | None = None
+
+
+class Forwarder:
+    """Runs calls for `serve` with forwarding (one per server; lives on the serve loop)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingCall] = {}
+
+    @property
+    def pending(self) -> int:
+        """2026-07-28 calls waiting for their client's retry."""
+        return len(self._pending)
+
+    async def run(self, context: Any, start: Callable[[UpstreamChannel], Call[Any]]) -> Any:
+        """The call's result, or an `InputRequiredResult` while the downstream waits on the client.
+
+        `start(channel)` starts the call on the workbench loop; a retry that names a pending
+        call (its `request_state`) resumes that one instead.
+        """
+        loop = asyncio.get_running_loop()
+        pending = self._resume(context)
+        if pending is None:
+            upstream = Upstream(context, loop)
+            pending = PendingCall(upstream, start(UpstreamChannel(upstream)))
+        return await self._wait(pending)
+
+    def _resume(self, context: Any) -> PendingCall | None:
+        state = getattr(context, "request_state", None)
+        pending = self._pending.pop(state, None) if state else None
+        if pending is None:
+            return None
+        if pending.expiry is not None:
+            pending.expiry.cancel()
+        pending.upstream.context = context
+        responses = context.input_responses or {}
+        for key, (_, result_type, answer) in pending.asked.items():
+            if answer.done():
+                continue
+            response = responses.get(key)
+            if response is None:
+                answer.set_exception(RuntimeError(f"the client's retry did not answer {key!r}"))
+                continue
+            try:
+                answer.set_result(result_type.model_validate(response.model_dump(by_alias=True, exclude_none=True)))
+            except Exception as exc:
+                answer.set_exception(exc)
+        pending.asked.clear()
+        return pending
+
+    async def _wait(self, pending: PendingCall) -> Any:
+        done = asyncio.wrap_future(pending.call)
+        asking = asyncio.ensure_future(pending.upstream.questions.get())
+        try:
+            await asyncio.wait({done, asking}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pending.call.cancel()
+            asking.cancel()
+            raise
+        if done.done():
+            asking.cancel()
+            await pending.upstream.flush(pending.call.loop)
+            return done.result()
+        questions = [asking.result()]
+        while not pending.upstream.questions.empty():
+            questions.append(pending.upstream.questions.get_nowait())
+        for question in questions:
+            pending.asked[f"q{secrets.token_hex(4)}"] = question
+        state = secrets.token_urlsafe(16)
+        self._pending[state] = pending
+        pending.expiry = asyncio.get_running_loop().call_later(PENDING_TTL, self._expire, state)
+        requests = {key: request for key, (request, _, _) in pending.asked.items()}
+        return types.InputRequiredResult(input_requests=requests, request_state=state)
+
+    def _expire(self, state: str) -> None:
+        pending = self._pending.pop(state, None)
+        if pending is not None:
+            logger.info("a client did not retry a call waiting on its answer: cancelled downstream")
+            pending.call.cancel()
+
+    def close(self) -> None:
+        """Cancel every call still waiting for its client."""
+        for state in list(self._pending):
+            pending = self._pending.pop(state)
+            if pending.expiry is not None:
+                pending.expiry.cancel()
+            pending.call.cancel()
+
+
+def advertise(workbench: Any, context: Any, fallback: Callable[..., Any]) -> None:
+    """Sampling is advertised downstream only when the upstream client opening a toolbox declared it
+    (`fallback` answers the sampling requests no upstream can take)."""
+    caps = getattr(context, "client_capabilities", None) if context is not None else None
+    wanted = caps is not None and caps.sampling is not None
+    if wanted != (workbench.sampling_handler is not None):
+        workbench.sampling_handler = fallback if wanted else None
+
+
+def no_upstream_sampling(messages: list[Any], params: Any) -> Any:
+    """Sampling outside a forwarded call (no upstream client to ask)."""
+    from workbench_magic.errors import WorkbenchError
+
+    raise WorkbenchError("no upstream client that can sample is waiting on this call")
