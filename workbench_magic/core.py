@@ -128,6 +128,8 @@ class Core:
         self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
         self._subscribers: tuple[Subscriber, ...] = ()
         self.client_side = ClientSide(lambda: self.options, self._record_request)
+        self.connection_factory: Callable[..., Connection] = Connection
+        """Makes each server's connection (the workbench sets its record/replay `Tape.connection`)."""
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
     def set_options(self, options: Options) -> None:
@@ -227,7 +229,7 @@ class Core:
             options = self.options
             box = _Box(name, cfg.description, {})
             box.connections = {
-                server: Connection(
+                server: self.connection_factory(
                     name,
                     server,
                     scfg,
@@ -405,7 +407,10 @@ class Core:
             self._record(ident, args, started, t0, False, str(error), secrets)
             raise error
         elapsed = time.perf_counter() - t0
-        result = ToolResult(identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets)
+        replayed = bool(getattr(conn, "replayed_last", False))
+        result = ToolResult(
+            identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
+        )
         failed = result.error_message() if result.is_error else None
         self._record(ident, args, started, t0, not result.is_error, failed, secrets)
         return result

@@ -47,6 +47,7 @@ from workbench_magic.results import (
     ToolResult,
 )
 from workbench_magic.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
+from workbench_magic.tape import Recording, Tape
 
 if TYPE_CHECKING:
     from workbench_magic.config import WorkbenchConfig
@@ -176,6 +177,9 @@ class Workbench(Configurable):
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         roots: list[str] | tuple[str, ...] | str | None = None,
+        record: str | os.PathLike[str] | None = None,
+        replay: str | os.PathLike[str] | None = None,
+        replay_mode: str = "strict",
         **kwargs: Any,
     ) -> None:
         self._handlers: dict[str, Any] = {
@@ -190,6 +194,8 @@ class Workbench(Configurable):
             super().__init__(**kwargs)
         self._loop = LoopThread.get()
         self._core = Core(self._options())
+        self._tape = Tape()
+        self._core.connection_factory = self._tape.connection
         if sampling_handler is not None:
             self.sampling_handler = sampling_handler
         if elicitation_handler is not None:
@@ -198,6 +204,10 @@ class Workbench(Configurable):
         # An explicit config is loaded (and checked) now; discovery waits for first use.
         self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
         _instances.add(self)
+        if replay is not None:
+            self.replay(replay, mode=replay_mode)
+        if record is not None:
+            self.record(record)
 
     # ---- settings -----------------------------------------------------------------------
     def _options(self) -> Options:
@@ -239,7 +249,7 @@ class Workbench(Configurable):
         """The loaded toolbox config."""
         if self._settings is None:
             self._settings = self._load(self._source)
-        return self._settings
+        return self._tape.with_cassettes(self._settings)
 
     @property
     def config_source(self) -> str:
@@ -635,6 +645,35 @@ class Workbench(Configurable):
             self._core.set_roots(await self._core.connections(toolbox, server, self.settings), chosen)
 
         self._run(short_errors(apply()))
+
+    # ---- record, replay, export (tape.py, export.py) -----------------------------------------
+    def record(self, path: str | os.PathLike[str] | None) -> Recording:
+        """Record every tool call, resource read and prompt get to a new cassette at `path` (JSON,
+        secrets masked) until `record(None)`, or to the end of `with wb.record(path):`."""
+        tape = self._tape
+        self._loop.ask(lambda: tape.start_recording(path))
+        return Recording(lambda: self._loop.ask(lambda: tape.start_recording(None)), path)
+
+    def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
+        """Answer toolboxes recorded in the cassette at `path` from it, opened from now on (no
+        server starts). `mode="auto"`: what the cassette lacks goes to the live servers."""
+        from workbench_magic.cassette import Cassette, Replay
+
+        replay = Replay(Cassette.load(path), mode)
+        tape = self._tape
+        self._loop.ask(lambda: tape.add_replay(replay))
+
+    @property
+    def recordings(self) -> list[str]:
+        """The cassettes recorded in this session, oldest first."""
+        return [os.fspath(p) for p in self._tape.recorded]
+
+    def export_notebook(self, path: str | os.PathLike[str]) -> str:
+        """Write the session (its opens and calls, and the replay line of a recorded cassette)
+        as a notebook at `path`; returns the path."""
+        from workbench_magic.export import export_notebook
+
+        return export_notebook(self, path)
 
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"
