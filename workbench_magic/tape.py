@@ -218,7 +218,7 @@ class ReplayConnection(Connection):
             raise
         info = entry.get("server_info") or {}
         self.protocol = entry.get("protocol")
-        self.server_info = f"{info.get('name', '')} {info.get('version', '')} (replayed)".strip()
+        self.server_info = " ".join(str(p) for p in (info.get("name"), info.get("version"), "(replayed)") if p)
         self.instructions = entry.get("instructions")
         self.tools = tuple(tool_info(self.toolbox, self.name, t) for t in entry.get("tools", ()))
         self.log.mark(f"replaying from {self.replay.cassette.shown_path}")
