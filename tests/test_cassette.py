@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import runpy
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, children, stdio_server, toolbox
+from conftest import ROOT, HttpServer, children, stdio_server, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
@@ -94,7 +100,8 @@ def test_record_then_replay_with_the_servers_gone(
     image = wb.call("t/s/image")
     assert [(i.data, i.mime_type) for i in image.images] == [(i.data, i.mime_type) for i in live["image"].images]
     assert image.images[0].data.startswith(b"\x89PNG")
-    assert wb.call("t/s/table", {"n": 3}).to_pandas().equals(live["table"].to_pandas())
+    table = wb.call("t/s/table", {"n": 3}).to_pandas()
+    assert table.equals(live["table"].to_pandas()) and list(table.columns) == ["id", "name", "value"]
     assert wb.call("t/web/table", {"n": 2}).data == live["web"].data
     failed = wb.call("t/s/fail", {"message": "on purpose"})
     assert failed.is_error and failed.replayed and "on purpose" in failed.text
@@ -120,7 +127,7 @@ def test_the_cassette_is_readable_json_without_secrets(
     for secret in (SECRET_ENV, SECRET_LITERAL, SECRET_HEADER):
         assert secret not in text
     data = json.loads(text)
-    assert text == json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"  # stable order
+    assert text == json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     assert data["workbench-cassette"] == 1
     entries = data["interactions"]
     assert [(e["kind"], e["server"], e["name"]) for e in entries][:3] == [
@@ -131,6 +138,7 @@ def test_the_cassette_is_readable_json_without_secrets(
     assert ("resource", "test://hello") in [(e["kind"], e["name"]) for e in entries]
     assert ("prompt", "greet", {"name": "Ada"}) in [(e["kind"], e["name"], e["arguments"]) for e in entries]
     echo = entries[0]
+    assert list(echo) == ["kind", "toolbox", "server", "name", "arguments", "result", "elapsed"]  # fixed order
     assert echo["arguments"] == {"text": "hi"} and echo["result"]["content"] == [{"type": "text", "text": "hi"}]
     assert 0 < echo["elapsed"] < 30
     assert [e["arguments"] for e in entries if e["name"] == "echo"][1] == {"text": "***"}  # equal to a secret
@@ -294,3 +302,42 @@ def test_magics_record_stop_and_replay(
         assert not shell.run_cell("%use_tool t/s/echo text=after").result.replayed
     finally:
         shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+STATION = ROOT / "notebooks" / "cassettes"
+
+
+def test_the_station_server_needs_its_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = runpy.run_path(str(STATION / "record_station.py"))
+    port = script["free_port"]()
+    env = {**os.environ, "STATION_TOKEN": "station-test-token-42"}
+    proc = subprocess.Popen([sys.executable, str(script["SERVER"]), "--port", str(port)], env=env)
+    try:
+        script["wait_listening"](port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(urllib.request.Request(url, data=b"{}", method="POST"), timeout=10)
+        assert caught.value.code == 401
+        authorized = urllib.request.Request(url, data=b"{}", method="POST")
+        authorized.add_header("Authorization", "Bearer station-test-token-42")
+        with pytest.raises(urllib.error.HTTPError) as caught:  # past the gate: the MCP endpoint's own answer
+            urllib.request.urlopen(authorized, timeout=10)
+        assert caught.value.code != 401
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_the_committed_demo_cassette_is_what_recording_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATION_TOKEN", "station-test-token-42")
+    fresh = tmp_path / "weather-station.json"
+    runpy.run_path(str(STATION / "record_station.py"))["record"](fresh)
+    text = fresh.read_text()
+    assert "station-test-token-42" not in text and "/work/" not in text
+    new, committed = Cassette.load(fresh), Cassette.load(STATION / "weather-station.json")
+
+    def requests(cassette: Cassette) -> list[tuple[str, str, Any]]:
+        return [(e["kind"], e["name"], e["arguments"]) for e in cassette.interactions]
+
+    assert requests(new) == requests(committed)  # notebook 08 finds every answer it asks for
+    assert new.servers["weather/station"]["tools"] == committed.servers["weather/station"]["tools"]

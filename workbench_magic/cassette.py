@@ -3,8 +3,7 @@
 A cassette holds, per server (`toolbox/server`), what it said about itself (name, version,
 protocol, its tool list with schemas, and the resource and prompt lists when they were asked
 for), and one entry per interaction: a tool call, a resource read or a prompt get, with its
-identifier, arguments, the raw MCP result and the elapsed time. Keys are sorted and the text is
-indented, so a re-recorded cassette diffs line by line. Secrets (the config's `${VAR}` values,
+identifier, arguments, the raw MCP result and the elapsed time. The text is indented, in a fixed order, so a re-recorded cassette diffs line by line. Secrets (the config's `${VAR}` values,
 `env` and `headers`) are masked in the whole file before it is written.
 
 `Recorder` writes one; `Replay` answers from one (matching identifier plus arguments, key order
@@ -125,7 +124,9 @@ class Cassette:
             "servers": self.servers,
             "interactions": self.interactions,
         }
-        return json.dumps(mask_value(data, secrets), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        # Our keys are always written in the same order; the servers' answers keep theirs (a
+        # table's column order is the server's), so the text is stable without sorting.
+        return json.dumps(mask_value(data, secrets), indent=1, ensure_ascii=False) + "\n"
 
     def save(self, secrets: frozenset[str] = frozenset()) -> None:
         """Write atomically (a reader never sees half a cassette), secrets masked."""

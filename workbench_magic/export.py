@@ -41,11 +41,14 @@ def _escape(value: Any) -> Any:
 
 
 def _relative(path: str, notebook: Path) -> str:
-    """`path` as the notebook (run from its own directory) finds it."""
+    """`path` as the notebook (run from its own directory) finds it: relative when they share a
+    folder below the root, else absolute."""
+    target, folder = Path(path).resolve(), notebook.resolve().parent
     try:
-        return os.path.relpath(Path(path).resolve(), notebook.resolve().parent)
+        shared = os.path.commonpath([target, folder])
     except ValueError:  # another drive on Windows
-        return str(Path(path).resolve())
+        return str(target)
+    return os.path.relpath(target, folder) if Path(shared).parent != Path(shared) else str(target)
 
 
 def call_cell(record: CallRecord) -> str:
@@ -62,14 +65,18 @@ def notebook_cells(wb: Workbench, notebook: Path) -> list[dict[str, Any]]:
     calls = [r for r in wb.history if r.kind == "tool"]
     used = list(dict.fromkeys([*(r.identifier.toolbox for r in calls), *(b.name for b in wb.toolboxes() if b.open)]))
     recordings = wb.recordings
+    replays = [(path, mode) for path, mode in reversed(wb.replays) if path not in recordings]
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     intro = f"# Workbench session\n\nExported by `workbench_magic` on {stamp}: {len(calls)} tool calls."
-    if recordings:
-        intro += " The calls replay from the recorded cassette, so this notebook runs without the servers."
+    if recordings or replays:
+        intro += " The calls replay from a cassette, so this notebook runs without the servers."
     cells = [_cell("markdown", intro), _cell("code", "%load_ext workbench_magic")]
     source = wb.config_source
-    if not recordings and Path(source).is_file():
+    if not recordings and not replays and Path(source).is_file():
         cells.append(_cell("code", f"%workbench config {_relative(source, notebook)}"))
+    for cassette, mode in replays:
+        auto = " --auto" if mode == "auto" else ""
+        cells.append(_cell("code", f"%workbench replay {_relative(cassette, notebook)}{auto}"))
     for cassette in recordings:
         cells.append(_cell("code", f"%workbench replay {_relative(cassette, notebook)}"))
     if used:

@@ -668,6 +668,11 @@ class Workbench(Configurable):
         """The cassettes recorded in this session, oldest first."""
         return [os.fspath(p) for p in self._tape.recorded]
 
+    @property
+    def replays(self) -> list[tuple[str, str]]:
+        """The cassettes replayed with `replay()` (newest first), each with its mode."""
+        return [(r.cassette.shown_path, r.mode) for r in self._tape.replays]
+
     def export_notebook(self, path: str | os.PathLike[str]) -> str:
         """Write the session (its opens and calls, and the replay line of a recorded cassette)
         as a notebook at `path`; returns the path."""
