@@ -255,7 +255,9 @@ def test_a_server_the_cassette_lacks_fails_to_open_in_strict_mode(
         wb.call("t/s/echo", {"text": "x"})
     replay = make_workbench({"toolboxes": {"t": toolbox({"s": GONE, "other": GONE})}}, replay=cassette)
     box = replay.open("t")
-    assert box.failed == {"other": f"Failed to connect to server 'other' in toolbox 't': not in the cassette {cassette}"}
+    assert box.failed == {
+        "other": f"Failed to connect to server 'other' in toolbox 't': not in the cassette {cassette}"
+    }
     only = make_workbench({"toolboxes": {"t": toolbox({"other": GONE})}}, replay=cassette)
     assert only.open("t").connected == ["s"]  # the cassette's server joins the configured toolbox
     with pytest.raises(ConnectError, match="no server connected"):

@@ -59,15 +59,16 @@ def test_the_exported_notebook_runs_from_the_cassette(
     wb.close_all()
     monkeypatch.delenv("WORKBENCH_CONFIG", raising=False)  # the kernel knows nothing of toolbox `t`
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors == []
     results = [c for c in nb.cells if c.cell_type == "code" and "use_tool" in c.source]
     plain = [
-        str(o.get("data", {}).get("text/plain", "")) for c in results for o in c.outputs if o.output_type == "execute_result"
+        str(o.get("data", {}).get("text/plain", ""))
+        for c in results
+        for o in c.outputs
+        if o.output_type == "execute_result"
     ]
     assert len(plain) == 5 and all("replayed" in p for p in plain)
     assert "$not_a_variable" in plain[1]

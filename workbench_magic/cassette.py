@@ -3,8 +3,9 @@
 A cassette holds, per server (`toolbox/server`), what it said about itself (name, version,
 protocol, its tool list with schemas, and the resource and prompt lists when they were asked
 for), and one entry per interaction: a tool call, a resource read or a prompt get, with its
-identifier, arguments, the raw MCP result and the elapsed time. The text is indented, in a fixed order, so a re-recorded cassette diffs line by line. Secrets (the config's `${VAR}` values,
-`env` and `headers`) are masked in the whole file before it is written.
+identifier, arguments, the raw MCP result and the elapsed time. The text is indented, in a fixed
+order, so a re-recorded cassette diffs line by line. Secrets (the config's `${VAR}` values, `env`
+and `headers`) are masked in the whole file before it is written.
 
 `Recorder` writes one; `Replay` answers from one (matching identifier plus arguments, key order
 ignored, repeated identical calls in recorded order).

@@ -95,8 +95,11 @@ def export_notebook(wb: Workbench, path: str | os.PathLike[str]) -> str:
     target = Path(path).expanduser()
     if target.suffix != ".ipynb":
         raise UsageError(f"Export to a .ipynb file, not {os.fspath(path)!r}")
+    cells = notebook_cells(wb, target)
+    for number, cell in enumerate(cells):
+        cell["id"] = f"cell-{number}"
     notebook = {
-        "cells": notebook_cells(wb, target),
+        "cells": cells,
         "metadata": {
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
             "language_info": {"name": "python"},
@@ -104,8 +107,6 @@ def export_notebook(wb: Workbench, path: str | os.PathLike[str]) -> str:
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-    for number, cell in enumerate(notebook["cells"]):
-        cell["id"] = f"cell-{number}"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

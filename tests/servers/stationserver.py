@@ -100,7 +100,7 @@ def chart(
     canvas = Canvas(width, height)
     title = f"{station} temperature C"
     canvas.text((width - text_width(title)) // 2, 6, title)
-    top = max(values + [1.0])
+    top = max([*values, 1.0])
     for i, value in enumerate(values):
         bar = round((bottom - 24) * max(value, 0.0) / top)
         canvas.rect(24 + 12 * i, bottom - bar, 31 + 12 * i, bottom, (70, 110, 200))
