@@ -343,3 +343,22 @@ def test_the_committed_demo_cassette_is_what_recording_gives(tmp_path: Path, mon
 
     assert requests(new) == requests(committed)  # notebook 08 finds every answer it asks for
     assert new.servers["weather/station"]["tools"] == committed.servers["weather/station"]["tools"]
+
+
+def test_the_explorer_shows_the_replayed_badge(make_workbench: Callable[..., Workbench], tmp_path: Path) -> None:
+    import ipywidgets
+
+    from workbench_magic.widgets.results import render_result
+
+    cassette = tmp_path / "c.json"
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    with wb.record(cassette):
+        live = wb.call("t/s/echo", {"text": "hi"})
+    replayed = make_workbench({"toolboxes": {}}, replay=cassette).call("t/s/echo", {"text": "hi"})
+    shown = []
+    for result in (live, replayed):
+        out = ipywidgets.Output()
+        render_result(out, result)
+        shown.append(json.dumps(out.outputs))
+    assert "wb-replayed" not in shown[0] and "wb-replayed" in shown[1]
+    assert "replayed]" in shown[1]
