@@ -293,13 +293,11 @@ def test_magics_record_stop_and_replay(
         shell.run_line_magic("workbench", "record stop")
         shell.run_cell("%use_tool t/s/echo text=after")
         assert [e["arguments"] for e in Cassette.load(cassette).interactions] == [{"text": "recorded"}]
-        wb.close_all()
-        shell.run_line_magic("workbench", f"replay {cassette}")
+        shell.run_line_magic("workbench", f"replay {cassette}")  # the open toolbox reopens replayed
         result = shell.run_cell("%use_tool t/s/echo text=recorded")
         assert result.result.replayed and result.result.text == "recorded"
         missing = shell.run_cell("%use_tool t/s/echo text=after")
         assert isinstance(missing.error_in_exec, CassetteError)
-        wb.close_all()
         shell.run_line_magic("workbench", f"replay {cassette} --auto")
         assert not shell.run_cell("%use_tool t/s/echo text=after").result.replayed
     finally:

@@ -655,13 +655,17 @@ class Workbench(Configurable):
         return Recording(lambda: self._loop.ask(lambda: tape.start_recording(None)), path)
 
     def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
-        """Answer toolboxes recorded in the cassette at `path` from it, opened from now on (no
-        server starts). `mode="auto"`: what the cassette lacks goes to the live servers."""
+        """Answer the toolboxes recorded in the cassette at `path` from it: no server starts (open
+        ones are closed, to reopen from the cassette). `mode="auto"`: what the cassette lacks goes
+        to the live servers."""
         from workbench_magic.cassette import Cassette, Replay
 
         replay = Replay(Cassette.load(path), mode)
         tape = self._tape
         self._loop.ask(lambda: tape.add_replay(replay))
+        for name in replay.cassette.toolboxes():
+            if name in self._core.state:
+                self.close(name)
 
     @property
     def recordings(self) -> list[str]:
