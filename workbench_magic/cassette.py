@@ -74,6 +74,11 @@ def tool_info(toolbox: str, server: str, entry: dict[str, Any]) -> ToolInfo:
     return ToolInfo(toolbox=toolbox, server=server, **fields)
 
 
+def _nested(value: Any, level: int) -> str:
+    """`value` as `json.dumps(indent=1)` writes it `level` deep inside a document."""
+    return json.dumps(value, indent=1, ensure_ascii=False).replace("\n", "\n" + " " * level)
+
+
 class Cassette:
     """The contents of one cassette file (servers and interactions), in memory."""
 
@@ -81,6 +86,9 @@ class Cassette:
         self.path = Path(path)
         self.servers = servers
         self.interactions = interactions
+        self._rendered: list[str] = []  # the JSON of the first interactions (only appended to)
+        self._rendered_secrets: frozenset[str] = frozenset()
+        self._servers_rendered = ("", "")  # (compact JSON, rendered text) of `servers`
 
     @property
     def shown_path(self) -> str:
@@ -120,14 +128,23 @@ class Cassette:
         return entry if isinstance(entry, dict) else None
 
     def to_json(self, secrets: frozenset[str] = frozenset()) -> str:
-        data = {
-            "workbench-cassette": FORMAT,
-            "servers": self.servers,
-            "interactions": self.interactions,
-        }
-        # Our keys are always written in the same order; the servers' answers keep theirs (a
-        # table's column order is the server's), so the text is stable without sorting.
-        return json.dumps(mask_value(data, secrets), indent=1, ensure_ascii=False) + "\n"
+        """The file's text: `json.dumps(..., indent=1)` of the whole, secrets masked.
+
+        Our keys are always written in the same order; the servers' answers keep theirs (a
+        table's column order is the server's), so the text is stable without sorting. Each
+        interaction is rendered once (the indenting encoder is pure Python, and a recording
+        rewrites the file after every request).
+        """
+        if secrets != self._rendered_secrets:
+            self._rendered, self._rendered_secrets, self._servers_rendered = [], secrets, ("", "")
+        for entry in self.interactions[len(self._rendered) :]:
+            self._rendered.append(_nested(mask_value(entry, secrets), 2))
+        compact = json.dumps(self.servers, ensure_ascii=False)  # C-fast: re-render only on a change
+        if self._servers_rendered[0] != compact:
+            self._servers_rendered = (compact, _nested(mask_value(self.servers, secrets), 1))
+        servers = self._servers_rendered[1]
+        interactions = "[\n  " + ",\n  ".join(self._rendered) + "\n ]" if self._rendered else "[]"
+        return f'{{\n "workbench-cassette": {FORMAT},\n "servers": {servers},\n "interactions": {interactions}\n}}\n'
 
     def save(self, secrets: frozenset[str] = frozenset()) -> None:
         """Write atomically (a reader never sees half a cassette), secrets masked."""
@@ -152,11 +169,16 @@ class Recorder:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.cassette = Cassette(Path(path).expanduser(), {}, [])
         self.secrets: frozenset[str] = frozenset()
+        self._described: dict[str, tuple[str | None, tuple[ToolInfo, ...]]] = {}
         self.cassette.save()
 
     def _server(self, conn: Connection) -> dict[str, Any]:
         key = f"{conn.toolbox}/{conn.name}"
         entry = self.cassette.servers.setdefault(key, {"toolbox": conn.toolbox, "server": conn.name})
+        self.secrets |= conn.secrets
+        if self._described.get(key) == (conn.protocol, conn.tools):
+            return entry  # nothing changed since the last request (the tools tuple is replaced on a change)
+        self._described[key] = (conn.protocol, conn.tools)
         info: Any = None
         try:
             info = conn.client().server_info
@@ -171,7 +193,6 @@ class Recorder:
                 "tools": [tool_entry(t) for t in conn.tools],
             }
         )
-        self.secrets |= conn.secrets
         return entry
 
     def add(self, conn: Connection, kind: str, name: str, arguments: Any, raw: Any, elapsed: float) -> None:
