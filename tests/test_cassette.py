@@ -360,3 +360,15 @@ def test_the_explorer_shows_the_replayed_badge(make_workbench: Callable[..., Wor
         shown.append(json.dumps(out.outputs))
     assert "wb-replayed" not in shown[0] and "wb-replayed" in shown[1]
     assert "replayed]" in shown[1]
+
+
+def test_only_a_replayed_toolbox_may_leave_variables_unset() -> None:
+    from workbench_magic.config import parse_config
+    from workbench_magic.errors import ConfigError
+
+    server = {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${UNSET_FOR_REPLAY_TEST}"}}
+    replayed = parse_config({"toolboxes": {"t": {"replay": "c.json", "mcpServers": {"s": server}}}}, environ={})
+    assert replayed.toolboxes["t"].replay == "c.json"
+    assert replayed.toolboxes["t"].mcp_servers["s"].headers == {"Authorization": "Bearer "}
+    with pytest.raises(ConfigError, match="UNSET_FOR_REPLAY_TEST is not set"):
+        parse_config({"toolboxes": {"t": {"mcpServers": {"s": server}}}}, environ={})
