@@ -244,6 +244,13 @@ def test_config_replay_needs_neither_the_variables_nor_the_servers(
     assert replay.call("t/s/echo", {"text": "from the config"}).replayed
     assert replay.status()["t"]["s"].transport == "replay"
     assert children() == before
+    boxed["toolboxes"]["t"]["replay"] = "cassettes/missing.json"
+    boxed["toolboxes"]["other"] = toolbox({"s": stdio_server()})
+    config.write_text(json.dumps(boxed))
+    broken = make_workbench(str(config))
+    with pytest.raises(ConnectError, match=r"server 's': Cassette .*missing.json not found"):
+        broken.open("t")
+    assert broken.call("other/s/echo", {"text": "still works"}).text == "still works"
 
 
 def test_a_server_the_cassette_lacks_fails_to_open_in_strict_mode(

@@ -226,6 +226,8 @@ class Replay:
         self.cassette = cassette
         self.mode = mode
         self.toolboxes = toolboxes
+        self.problem: str | None = None
+        """Why the cassette could not be read (its servers then fail to connect with it)."""
         self._entries: dict[str, list[dict[str, Any]]] = {}
         self._used: dict[str, int] = {}
         for entry in cassette.interactions:

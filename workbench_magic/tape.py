@@ -122,9 +122,20 @@ class Tape:
         self.config_replays = {
             name: current[name]
             if name in current and current[name].cassette.path == path
-            else Replay(Cassette.load(path), "strict", frozenset({name}))
+            else _config_replay(name, path)
             for name, path in wanted.items()
         }
+
+
+def _config_replay(name: str, path: Path) -> Replay:
+    """The replay of a toolbox's `"replay": "PATH"`; a cassette that cannot be read fails only
+    that toolbox's servers (with the reason), not the whole config."""
+    try:
+        return Replay(Cassette.load(path), "strict", frozenset({name}))
+    except CassetteError as exc:
+        replay = Replay(Cassette(path, {}, []), "strict", frozenset({name}))
+        replay.problem = str(exc)
+        return replay
 
 
 def _beside_config(path: str, source: str) -> Path:
@@ -201,6 +212,8 @@ class ReplayConnection(Connection):
 
     @property
     def recorded(self) -> dict[str, Any]:
+        if self.replay.problem:
+            raise ConnectError(self.failure_message(self.replay.problem))
         entry = self.replay.cassette.server(self.toolbox, self.name)
         if entry is None:
             raise ConnectError(self.failure_message(f"not in the cassette {self.replay.cassette.shown_path}"))
