@@ -482,6 +482,8 @@ class ToolboxConfig(_ConfigModel):
 
     description: str = ""
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    replay: str | None = None
+    """A cassette this toolbox is replayed from (no server starts; unset `${VAR}`s are allowed)."""
 
     @field_validator("description", mode="before")
     @classmethod
@@ -571,6 +573,7 @@ class _Parser:
         self.source = source
         self.environ = environ
         self.secrets: dict[tuple[str, str], set[str]] = {}  # (toolbox, server): values from the environment
+        self.unset_allowed = False  # in a replayed toolbox, whose servers never start
 
     def error(self, path: str, problem: str, fix: str) -> ConfigError:
         return _one_line(self.source, path, problem, fix)
@@ -610,6 +613,8 @@ class _Parser:
             found = self.environ.get(name)
             if sep and not found:
                 return default
+            if found is None and self.unset_allowed:
+                return ""
             if found is None:
                 fix = f"Fix: export {name}=... or write ${{{name}:-default}}"
                 raise self.error(path, f"environment variable {name} is not set", fix)
@@ -650,7 +655,11 @@ class _Parser:
             raise self.error(path, "missing 'mcpServers'", 'Fix: add "mcpServers": {"name": {"command": "..."}}')
         if isinstance(items.get("description"), str):
             items["description"] = self.expand(items["description"], _join(path, "description"), set())
-        items["mcpServers"] = self.servers(items["mcpServers"], _join(path, "mcpServers"), name)
+        self.unset_allowed = bool(items.get("replay"))
+        try:
+            items["mcpServers"] = self.servers(items["mcpServers"], _join(path, "mcpServers"), name)
+        finally:
+            self.unset_allowed = False
         return items
 
     def servers(self, raw: Any, path: str, box: str) -> Any:

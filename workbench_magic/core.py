@@ -129,6 +129,8 @@ class Core:
         self._subscribers: tuple[Subscriber, ...] = ()
         self._live: dict[tuple[str, str], Any] = {}  # server objects added from the notebook
         self.client_side = ClientSide(lambda: self.options, self._record_request)
+        self.connection_factory: Callable[..., Connection] = Connection
+        """Makes each server's connection (the workbench sets its record/replay `Tape.connection`)."""
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
     def set_options(self, options: Options) -> None:
@@ -248,7 +250,7 @@ class Core:
 
     def _connection(self, toolbox: str, server: str, config: ServerConfig) -> Connection:
         options = self.options
-        return Connection(
+        return self.connection_factory(
             toolbox,
             server,
             config,
@@ -433,7 +435,10 @@ class Core:
             self._record(ident, args, started, t0, False, str(error), secrets)
             raise error
         elapsed = time.perf_counter() - t0
-        result = ToolResult(identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets)
+        replayed = bool(getattr(conn, "replayed_last", False))
+        result = ToolResult(
+            identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
+        )
         failed = result.error_message() if result.is_error else None
         self._record(ident, args, started, t0, not result.is_error, failed, secrets)
         return result

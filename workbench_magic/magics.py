@@ -66,6 +66,21 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reconnect": ("%workbench reconnect TOOLBOX[/SERVER]", "Restart and reconnect a server or a whole toolbox."),
     "logs": ("%workbench logs TOOLBOX/SERVER", "A server's log: its stderr and the log messages it sent."),
     "history": ("%workbench history", "Every tool call of this session: tool, arguments, time, ok or error."),
+    "record": (
+        "%workbench record PATH | stop",
+        "Record every tool call, resource read and prompt get to a cassette (JSON, secrets masked),\n"
+        "until %workbench record stop.",
+    ),
+    "replay": (
+        "%workbench replay PATH [--auto]",
+        "Answer the toolboxes recorded in a cassette from it (no server starts); --auto calls the\n"
+        "live servers for what the cassette lacks.",
+    ),
+    "export": (
+        "%workbench export PATH.ipynb",
+        "Write this session as a notebook: the opens, one %%use_tool cell per call, and the replay\n"
+        "line of a recorded cassette.",
+    ),
 }
 
 USE_TOOL_HELP = """\
@@ -436,6 +451,29 @@ class WorkbenchMagics(Magics):
     def _cmd_history(self, args: list[str]) -> Any:
         self._parser("history").parse(args)
         return self.workbench.history
+
+    def _cmd_record(self, args: list[str]) -> Any:
+        p = self._parser("record")
+        p.add_argument("path")
+        ns = p.parse(args)
+        self.workbench.record(None if ns.path == "stop" else ns.path)
+        return None
+
+    def _cmd_replay(self, args: list[str]) -> Any:
+        p = self._parser("replay")
+        p.add_argument("path")
+        p.add_argument("--auto", action="store_true")
+        ns = p.parse(args)
+        self.workbench.replay(ns.path, mode="auto" if ns.auto else "strict")
+        return None
+
+    def _cmd_export(self, args: list[str]) -> Any:
+        from workbench_magic.views import TextView
+
+        p = self._parser("export")
+        p.add_argument("path")
+        ns = p.parse(args)
+        return TextView(f"Exported the session to {self.workbench.export_notebook(ns.path)}")
 
     # ---- %%use_tool / %use_tool -------------------------------------------------------------
     @no_var_expand  # $name is resolved by us, keeping the object's type

@@ -46,6 +46,7 @@ from workbench_magic.results import (
     ToolResult,
 )
 from workbench_magic.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
+from workbench_magic.tape import Recording, Tape
 
 if TYPE_CHECKING:
     from workbench_magic.config import ServerConfig, WorkbenchConfig
@@ -153,6 +154,9 @@ class Workbench(Configurable):
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         roots: list[str] | tuple[str, ...] | str | None = None,
+        record: str | os.PathLike[str] | None = None,
+        replay: str | os.PathLike[str] | None = None,
+        replay_mode: str = "strict",
         **kwargs: Any,
     ) -> None:
         self._handlers: dict[str, Any] = {
@@ -167,6 +171,8 @@ class Workbench(Configurable):
             super().__init__(**kwargs)
         self._loop = LoopThread.get()
         self._core = Core(self._options())
+        self._tape = Tape()
+        self._core.connection_factory = self._tape.connection
         if sampling_handler is not None:
             self.sampling_handler = sampling_handler
         if elicitation_handler is not None:
@@ -176,6 +182,10 @@ class Workbench(Configurable):
         # An explicit config is loaded (and checked) now; discovery waits for first use.
         self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
         _instances.add(self)
+        if replay is not None:
+            self.replay(replay, mode=replay_mode)
+        if record is not None:
+            self.record(record)
 
     # ---- settings -----------------------------------------------------------------------
     def _options(self) -> Options:
@@ -217,7 +227,7 @@ class Workbench(Configurable):
         """The loaded toolbox config (with the servers added from the notebook)."""
         if self._settings is None:
             self._settings = self._with_added(self._load(self._source))
-        return self._settings
+        return self._tape.with_cassettes(self._settings)
 
     def _with_added(self, config: WorkbenchConfig) -> WorkbenchConfig:
         from workbench_magic.config import with_server
@@ -324,8 +334,10 @@ class Workbench(Configurable):
         label = "".join(c if c.isalnum() else "_" for c in name)
         config = ServerConfig(python=f"__main__:{label if not label[0].isdigit() else '_' + label}")
         self._added[(toolbox, name)] = config
-        self._settings = with_server(self.settings, toolbox, name, config)
-        self._run(self._core.add_server(toolbox, name, server, self._settings))
+        self.settings  # noqa: B018  # loaded before it is extended
+        assert self._settings is not None
+        self._settings = with_server(self._settings, toolbox, name, config)
+        self._run(self._core.add_server(toolbox, name, server, self.settings))
         return OpenedToolbox(self, toolbox)
 
     @staticmethod
@@ -666,6 +678,44 @@ class Workbench(Configurable):
         names = [server] if server is not None else list(self.settings.toolbox(toolbox).mcp_servers)
         configs = {name: self.settings.server(toolbox, name) for name in names}
         return [name for name, cfg in configs.items() if cfg.url and cfg.auth and cfg.auth.oauth and forget(cfg.url)]
+
+    # ---- record, replay, export (tape.py, export.py) -----------------------------------------
+    def record(self, path: str | os.PathLike[str] | None) -> Recording:
+        """Record every tool call, resource read and prompt get to a new cassette at `path` (JSON,
+        secrets masked) until `record(None)`, or to the end of `with wb.record(path):`."""
+        tape = self._tape
+        self._loop.ask(lambda: tape.start_recording(path))
+        return Recording(lambda: self._loop.ask(lambda: tape.start_recording(None)), path)
+
+    def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
+        """Answer the toolboxes recorded in the cassette at `path` from it: no server starts (open
+        ones are closed, to reopen from the cassette). `mode="auto"`: what the cassette lacks goes
+        to the live servers."""
+        from workbench_magic.cassette import Cassette, Replay
+
+        replay = Replay(Cassette.load(path), mode)
+        tape = self._tape
+        self._loop.ask(lambda: tape.add_replay(replay))
+        for name in replay.cassette.toolboxes():
+            if name in self._core.state:
+                self.close(name)
+
+    @property
+    def recordings(self) -> list[str]:
+        """The cassettes recorded in this session, oldest first."""
+        return [os.fspath(p) for p in self._tape.recorded]
+
+    @property
+    def replays(self) -> list[tuple[str, str]]:
+        """The cassettes replayed with `replay()` (newest first), each with its mode."""
+        return [(r.cassette.shown_path, r.mode) for r in self._tape.replays]
+
+    def export_notebook(self, path: str | os.PathLike[str]) -> str:
+        """Write the session (its opens and calls, and the replay line of a recorded cassette)
+        as a notebook at `path`; returns the path."""
+        from workbench_magic.export import export_notebook
+
+        return export_notebook(self, path)
 
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"

@@ -223,6 +223,8 @@ class ToolResult:
     arguments: dict[str, Any] = field(default_factory=dict)
     secrets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     """Config secrets: masked in what the result shows (its data stays as the tool sent it)."""
+    replayed: bool = False
+    """True when the answer came from a cassette (`Workbench(replay=...)`), not a live server."""
 
     @property
     def is_error(self) -> bool:
@@ -304,7 +306,8 @@ class ToolResult:
     # ---- reprs -------------------------------------------------------------------------
     def _summary(self) -> str:
         status = "error" if self.is_error else "ok"
-        return f"ToolResult {self.identifier} [{status}, {self.elapsed * 1000:.0f} ms]"
+        badge = ", replayed" if self.replayed else ""
+        return f"ToolResult {self.identifier} [{status}, {self.elapsed * 1000:.0f} ms{badge}]"
 
     def __repr__(self) -> str:
         return mask(self._plain(), self.secrets)

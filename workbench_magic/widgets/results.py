@@ -147,8 +147,10 @@ def _render_result(out: _Pending, result: Any, output_schema: dict[str, Any] | N
 
     status = "error" if result.is_error else "ok"
     color = "#b00020" if result.is_error else "#1b5e20"
-    line = f"{result.identifier} [{status}, {result.elapsed * 1000:.0f} ms]"
-    _show(out, f"<div class='wb-result-status' style='color:{color}'><b>{_esc(line)}</b></div>", line)
+    replayed = getattr(result, "replayed", False)
+    line = f"{result.identifier} [{status}, {result.elapsed * 1000:.0f} ms{', replayed' if replayed else ''}]"
+    badge = " <span class='wb-replayed' style='background:#e3e8f4;padding:0 4px'>replayed</span>" if replayed else ""
+    _show(out, f"<div class='wb-result-status' style='color:{color}'><b>{_esc(line)}</b>{badge}</div>", line)
     if result.is_error:
         text = result.text or "the tool reported an error without a message"
         _show(out, f"<div class='wb-error' style='{_RED}'>{_esc(text)}</div>", text)
