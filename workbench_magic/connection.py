@@ -79,10 +79,10 @@ class Connection:
         client_side: ClientSide | None = None,
         sampling: bool = False,
         log_level: str | None = None,
-        server: Any = None,
+        server_object: Any = None,
     ) -> None:
         self.toolbox = toolbox
-        self.server_object = server  # a live server added from the notebook (`Workbench.add_server`)
+        self.server_object = server_object  # a live server added from the notebook (`Workbench.add_server`)
         self.name = name
         self.config = config
         self.connect_timeout = connect_timeout

@@ -260,7 +260,7 @@ class Core:
             client_side=self.client_side,
             sampling=options.sampling_handler is not None,
             log_level=options.server_log_level,
-            server=self._live.get((toolbox, server)),
+            server_object=self._live.get((toolbox, server)),
         )
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
