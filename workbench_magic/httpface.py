@@ -11,6 +11,7 @@ import hmac
 import json
 import os
 import socket
+from collections.abc import Coroutine
 from typing import Any
 
 from workbench_magic.errors import UsageError
@@ -81,13 +82,13 @@ def transport_security(host: str) -> Any:
     )
 
 
-def run_http(server: Any, host: str, port: int, token: str | None) -> None:
-    """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp`, behind the token if there is one."""
-    import anyio
+def serve_http(server: Any, host: str, port: int, token: str | None) -> Coroutine[Any, Any, None]:
+    """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp`, behind the token if there
+    is one: the coroutine to run (on the workbench's loop, see `serve`)."""
     import uvicorn
 
     app: Any = server.streamable_http_app(transport_security=transport_security(host), host=host)
     if token:
         app = BearerGate(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    anyio.run(uvicorn.Server(config).serve)
+    return uvicorn.Server(config).serve()

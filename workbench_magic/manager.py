@@ -13,9 +13,9 @@ import atexit
 import logging
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
 from traitlets.config import Config, Configurable
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from workbench_magic.identifiers import ToolIdentifier
 
 logger = logging.getLogger("workbench_magic")
+T = TypeVar("T")
 
 
 def _roots(roots: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
@@ -264,6 +265,14 @@ class Workbench(Configurable):
         from workbench_magic.asking import TerminalAsker
 
         return QueueChannel(asker=TerminalAsker(), notice=server_log)
+
+    def run_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the workbench's loop thread and wait for it (Ctrl-C cancels it).
+
+        For a server in front of the workbench (`serve`): its requests then reach the
+        connections without a thread hop, and `acall` from it awaits the call directly.
+        """
+        return self._loop.run(coro)
 
     async def _arun(self, coro: Any, channel: Channel | None = None) -> Any:
         return await self._loop.arun(coro, channel)

@@ -453,10 +453,12 @@ def serve(
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
+        # The server runs on the workbench's own loop: a forwarded call goes downstream and back
+        # without crossing threads (each crossing costs a wake-up and a GIL hand-over).
         if transport == "stdio":
-            server.run("stdio")
+            workbench.run_on_loop(server.run_stdio_async())
         else:
-            httpface.run_http(server, host, port, token)
+            workbench.run_on_loop(httpface.serve_http(server, host, port, token))
     except KeyboardInterrupt:
         logger.info("stopping")
     finally:
