@@ -67,6 +67,7 @@ class Connection:
         client_side: ClientSide | None = None,
         sampling: bool = False,
         log_level: str | None = None,
+        apps: bool = False,
     ) -> None:
         self.toolbox = toolbox
         self.name = name
@@ -99,6 +100,7 @@ class Connection:
         self.client_side = client_side
         self.sampling = sampling
         self.log_level = log_level
+        self.apps = apps
         self._in_flight: list[_InFlight] = []
         self.subscriptions = ResourceSubscriptions(self)
         self.on_list_changed: Callable[[Connection, str], None] | None = None
@@ -268,7 +270,11 @@ class Connection:
 
         from workbench_magic import __version__
 
-        info = {"client_info": Implementation(name="workbench-magic", version=__version__)}
+        info: dict[str, Any] = {"client_info": Implementation(name="workbench-magic", version=__version__)}
+        if self.apps:
+            from workbench_magic.apps import advertised
+
+            info["extensions"] = [advertised()]
         return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:

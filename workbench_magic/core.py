@@ -75,6 +75,7 @@ class Options:
     elicitation_handler: ElicitationHandler | None = None
     roots: tuple[str, ...] = ()
     server_log_level: str = "info"
+    render_apps: bool = True
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,7 @@ class Core:
                     client_side=self.client_side,
                     sampling=options.sampling_handler is not None,
                     log_level=options.server_log_level,
+                    apps=options.render_apps,
                 )
                 for server, scfg in cfg.mcp_servers.items()
             }
@@ -409,6 +411,10 @@ class Core:
         failed = result.error_message() if result.is_error else None
         self._record(ident, args, started, t0, not result.is_error, failed, secrets)
         return result
+
+    def record(self, record: CallRecord) -> None:
+        """Add an exchange made outside `call` to the history (an MCP App view's, kind `app`)."""
+        self._history.append(record)
 
     def _record_request(self, request: Request) -> None:
         from workbench_magic.identifiers import ToolIdentifier

@@ -12,7 +12,7 @@ import html
 import inspect
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from workbench_magic.masking import mask, mask_value
 if TYPE_CHECKING:
     import pandas as pd
 
+    from workbench_magic.apps import AppView
     from workbench_magic.identifiers import ToolIdentifier
 
 
@@ -48,6 +49,37 @@ def _json_dump(value: Any, indent: int | None = 2) -> str:
 def _first_line(text: str | None, limit: int = 100) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class ToolUI:
+    """A tool's MCP Apps user interface (`_meta.ui`): the `ui://` page and who may call it.
+
+    `visibility` is `("model", "app")` unless the tool says otherwise; an app-only tool
+    (no `model`) is for its app's own use and is never offered to a model.
+    """
+
+    resource_uri: str
+    visibility: tuple[str, ...] = ("model", "app")
+
+    @property
+    def app_only(self) -> bool:
+        return "model" not in self.visibility
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any] | None) -> ToolUI | None:
+        """From a tool's `_meta` (`ui.resourceUri`, or the older flat `ui/resourceUri`)."""
+        if not meta:
+            return None
+        ui = meta.get("ui")
+        ui = ui if isinstance(ui, Mapping) else {}
+        uri = ui.get("resourceUri") or meta.get("ui/resourceUri")
+        if not isinstance(uri, str) or not uri:
+            return None
+        visibility = ui.get("visibility")
+        if isinstance(visibility, list | tuple):
+            return cls(uri, tuple(str(v) for v in visibility))
+        return cls(uri)
 
 
 @dataclass(frozen=True)
@@ -91,6 +123,11 @@ class ToolInfo:
     def identifier(self) -> ToolIdentifier:
         """The structured identifier `{toolbox, server, name}`."""
         return _identifier(self.toolbox, self.server, self.name)
+
+    @property
+    def ui(self) -> ToolUI | None:
+        """The tool's MCP Apps UI (`None` for a plain tool)."""
+        return ToolUI.from_meta(self.meta)
 
     @property
     def task_support(self) -> str | None:
@@ -223,6 +260,8 @@ class ToolResult:
     arguments: dict[str, Any] = field(default_factory=dict)
     secrets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     """Config secrets: masked in what the result shows (its data stays as the tool sent it)."""
+    app: AppView | None = field(default=None, repr=False, compare=False)
+    """The tool's MCP Apps view (`AppView`) when the tool has a UI and `render_apps` is on."""
 
     @property
     def is_error(self) -> bool:
@@ -323,6 +362,8 @@ class ToolResult:
         others = [b for b in self.content if getattr(b, "type", None) not in ("text", "image")]
         for b in others:
             parts.append(f"<{getattr(b, 'type', type(b).__name__)} block>")
+        if self.app is not None:
+            parts.append(self.app.note)
         return "\n".join(parts)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -351,6 +392,8 @@ class ToolResult:
         for img in self.images:
             b64 = base64.b64encode(img.data).decode()
             out.append(f"<img src='data:{_esc(img.mime_type)};base64,{b64}'/>")
+        if self.app is not None:
+            out.append(f"<div><i>{_esc(self.app.note)}</i></div>")
         out.append("</div>")
         return "".join(out)
 
@@ -364,6 +407,8 @@ class ToolResult:
         pngs = [img for img in self.images if img.mime_type == "image/png"]
         if pngs:
             bundle["image/png"] = base64.b64encode(pngs[0].data).decode()
+        if self.app is not None:
+            bundle.update(self.app.widget_bundle())
         return bundle
 
 
