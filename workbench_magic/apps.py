@@ -185,6 +185,8 @@ class AppView:
         self.torn_down = False
         self.teardown_answered = False
         self.listeners: list[Callable[[AppView], None]] = []
+        self.frame: Any = None
+        """The widget showing the view, once displayed in a kernel."""
         self._page: _Page | None = None
         self._next_id = 0
 
@@ -217,7 +219,8 @@ class AppView:
                 text = base64.b64decode(item.blob).decode("utf-8", "replace")
             ui = ((item.meta or {}).get("ui") or {}) if isinstance(item.meta or {}, dict) else {}
             ui = ui if isinstance(ui, dict) else {}
-            self._page = _Page(text, build_csp(ui.get("csp")), build_allow(ui.get("permissions")), ui.get("prefersBorder"))
+            csp, allow = build_csp(ui.get("csp")), build_allow(ui.get("permissions"))
+            self._page = _Page(text, csp, allow, ui.get("prefersBorder"))
         return self._page
 
     @property
@@ -235,11 +238,11 @@ class AppView:
         """The frame's `allow` attribute (permissions the page asked for)."""
         return self.load().allow
 
-    def widget_bundle(self) -> dict[str, Any]:
-        """The widget's MIME bundle in a front end with widgets; {} elsewhere."""
+    def widget_bundle(self, bundle: dict[str, Any]) -> dict[str, Any]:
+        """A result's MIME bundle with the app's frame (where widgets run; read on first display)."""
         from workbench_magic.widgets.appframe import frame_bundle
 
-        return frame_bundle(self)
+        return frame_bundle(self, bundle)
 
     # ---- messages ------------------------------------------------------------------------
     def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -256,13 +259,16 @@ class AppView:
             return None
         answer: Any = None
         error: tuple[int, str] | None = None
+        if msg_id is None:  # in the history before what it makes the host send
+            self._record(method, params, started, t0, True)
         try:
             answer = self._dispatch(method, params if isinstance(params, dict) else {})
         except _Refused as exc:
             error = (exc.code, str(exc))
         except WorkbenchError as exc:
             error = (DENIED, str(exc))
-        self._record(method, params, started, t0, error is None, error[1] if error else None, answer)
+        if msg_id is not None:
+            self._record(method, params, started, t0, error is None, error[1] if error else None, answer)
         self._changed()
         if msg_id is None:
             return None
@@ -282,7 +288,7 @@ class AppView:
             return None
         self.torn_down = True
         self._next_id += 1
-        request = {"jsonrpc": "2.0", "id": f"host-{self._next_id}", "method": "ui/resource-teardown"}
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": f"host-{self._next_id}", "method": "ui/resource-teardown"}
         request["params"] = {"reason": reason}
         self._send(request)
         return request
@@ -347,7 +353,8 @@ class AppView:
         if tool is None:
             raise _Refused(INVALID_PARAMS, f"Tool '{name}' not found in server '{ident.server}'")
         if tool.ui is not None and "app" not in tool.ui.visibility:
-            raise _Refused(DENIED, f"Tool '{name}' is not callable by apps (visibility: {', '.join(tool.ui.visibility)})")
+            shown = ", ".join(tool.ui.visibility)
+            raise _Refused(DENIED, f"Tool '{name}' is not callable by apps (visibility: {shown})")
         arguments = params.get("arguments") or {}
         result = self.host.call(ident, arguments if isinstance(arguments, dict) else {})
         dumped: dict[str, Any] = result.raw.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -146,6 +146,8 @@ class Core:
         if (options.sampling_handler is None) != (previous.sampling_handler is None):
             for conn in self._all_connections():
                 conn.offer_sampling(options.sampling_handler is not None)
+        for conn in self._all_connections():
+            conn.apps = options.render_apps  # offered from the next connect (reconnect)
 
     def _all_connections(self) -> Iterable[Connection]:
         return (c for b in self._boxes.values() for c in b.connections.values())

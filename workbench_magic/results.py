@@ -66,6 +66,11 @@ class ToolUI:
     def app_only(self) -> bool:
         return "model" not in self.visibility
 
+    @property
+    def mark(self) -> str:
+        """How listings mark the tool: `app`, or `app only`."""
+        return "app only" if self.app_only else "app"
+
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any] | None) -> ToolUI | None:
         """From a tool's `_meta` (`ui.resourceUri`, or the older flat `ui/resourceUri`)."""
@@ -177,7 +182,7 @@ def tools_table_html(tools: Sequence[ToolInfo], limit: int | None = None) -> str
     """An HTML table of tools (used by reprs of tool lists and toolboxes)."""
     shown = tools if limit is None else tools[:limit]
     rows = "".join(
-        f"<tr><td><code>{_esc(t.path)}</code></td><td>{_esc(', '.join(t.parameters))}</td>"
+        f"<tr><td><code>{_esc(t.path)}</code>{_ui_mark(t)}</td><td>{_esc(', '.join(t.parameters))}</td>"
         f"<td>{_esc(_first_line(t.description))}</td></tr>"
         for t in shown
     )
@@ -186,6 +191,12 @@ def tools_table_html(tools: Sequence[ToolInfo], limit: int | None = None) -> str
         "<table><thead><tr><th>tool</th><th>arguments</th><th>description</th></tr></thead>"
         f"<tbody>{rows}{more}</tbody></table>"
     )
+
+
+def _ui_mark(tool: ToolInfo, plain: bool = False) -> str:
+    if tool.ui is None:
+        return ""
+    return f" [{tool.ui.mark}]" if plain else f" <i>[{tool.ui.mark}]</i>"
 
 
 class ToolList(list[ToolInfo]):
@@ -198,7 +209,7 @@ class ToolList(list[ToolInfo]):
         if not self:
             return "(no tools)"
         width = min(60, max(len(t.path) for t in self))
-        return "\n".join(f"{t.path:<{width}}  {_first_line(t.description, 70)}" for t in self)
+        return "\n".join(f"{t.path:<{width}}  {_first_line(t.description, 70)}{_ui_mark(t, True)}" for t in self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
@@ -408,7 +419,7 @@ class ToolResult:
         if pngs:
             bundle["image/png"] = base64.b64encode(pngs[0].data).decode()
         if self.app is not None:
-            bundle.update(self.app.widget_bundle())
+            bundle = self.app.widget_bundle(bundle)
         return bundle
 
 

@@ -300,7 +300,8 @@ class WorkbenchServer(MCPServer):
     async def _use_tool(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         ident = parse_identifier(arguments["tool"])
         if not for_model(self.workbench.tool(ident)):
-            return _error(f"Tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}') is for its app only")
+            where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
+            return _error(f"Tool '{ident.name}' {where} is for its app only")
         return await self._forward(ident, arguments.get("arguments") or {})
 
     async def _search_tools(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:

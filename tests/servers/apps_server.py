@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from legacy import serve  # noqa: E402
-from mcp.server import MCPServer  # noqa: E402
-from mcp.server.apps import Apps, client_supports_apps  # noqa: E402
-from mcp.server.mcpserver.context import Context  # noqa: E402
-from mcp.server.mcpserver.resources import TextResource  # noqa: E402
+from legacy import serve
+from mcp.server import MCPServer
+from mcp.server.apps import Apps, client_supports_apps
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.resources import TextResource
 
 BRIDGE = """
 <script>
@@ -153,7 +153,8 @@ class AppsServer(MCPServer):
         apps.add_html_resource("ui://counter/app.html", COUNTER_HTML, name="counter")
         apps.add_html_resource("ui://probe/app.html", PROBE_HTML, name="probe")
         super().__init__(name, extensions=[apps])
-        self.add_resource(TextResource(uri="ui://plain/page.html", name="plain", mime_type="text/html", text="<p>x</p>"))
+        plain = TextResource(uri="ui://plain/page.html", name="plain", mime_type="text/html", text="<p>x</p>")
+        self.add_resource(plain)
 
         @self.tool(meta={"ui": {"resourceUri": "ui://plain/page.html"}})
         def plain_page() -> str:
