@@ -36,7 +36,7 @@ function request(method, params) {
   return new Promise((resolve, reject) => { pending[id] = {resolve, reject}; });
 }
 function notify(method, params) { window.parent.postMessage({jsonrpc: "2.0", method, params}, "*"); }
-const handlers = {};
+const handlers = {"ui/resource-teardown": () => ({})};
 window.addEventListener("message", (event) => {
   const m = event.data || {};
   if (m.id !== undefined && !m.method && pending[m.id]) {

@@ -54,11 +54,13 @@ function render({ model, el }) {
   return () => {
     model.off("change:height", onHeight);
     // Keep the page alive, hidden, until it has answered ui/resource-teardown (or 3 s passed).
+    // (moveBefore keeps a connected frame's page; a plain move would reload it.)
     const holder = document.createElement("div");
-    holder.style.cssText = "position:absolute;width:0;height:0;overflow:hidden";
+    holder.style.cssText = "position:absolute;left:-10000px;width:1px;height:1px;overflow:hidden";
     document.body.appendChild(holder);
-    holder.appendChild(frame);
-    model.send({ type: "removed" });
+    const kept = frame.isConnected && typeof holder.moveBefore === "function";
+    if (kept) holder.moveBefore(frame, null);
+    model.send({ type: "removed", kept });
     setTimeout(() => {
       window.removeEventListener("message", onMessage); model.off("msg:custom", onCustom); holder.remove();
     }, 3000);
