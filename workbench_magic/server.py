@@ -153,9 +153,9 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-def for_model(tool: ToolInfo) -> bool:
+def for_model(tool: ToolInfo | None) -> bool:
     """Whether a model may see and call the tool (MCP Apps: app-only tools are not offered)."""
-    return tool.ui is None or not tool.ui.app_only
+    return tool is None or tool.ui is None or not tool.ui.app_only
 
 
 def registered_name(tool: ToolInfo) -> str:
@@ -299,10 +299,17 @@ class WorkbenchServer(MCPServer):
 
     async def _use_tool(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         ident = parse_identifier(arguments["tool"])
-        if not for_model(self.workbench.tool(ident)):
+        if not for_model(self._known_tool(ident)):
             where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
             return _error(f"Tool '{ident.name}' {where} is for its app only")
         return await self._forward(ident, arguments.get("arguments") or {})
+
+    def _known_tool(self, ident: Any) -> ToolInfo | None:
+        """The tool's info when its toolbox is open (the call reports every other case itself)."""
+        try:
+            return self.workbench.tool(ident)
+        except WorkbenchError:
+            return None
 
     async def _search_tools(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         query = arguments["query"]

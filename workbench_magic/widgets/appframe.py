@@ -198,7 +198,8 @@ def frame_bundle(view: AppView, bundle: dict[str, Any]) -> dict[str, Any]:
         out["text/html"] = f"{bundle.get('text/html', '')}<div style='color:#b00020'>{html.escape(str(exc))}</div>"
         return out
     view.frame = frame
-    title = widgets.HTML(f"<b>{html.escape(view.tool.path)}</b> <i>(MCP App {html.escape(view.resource_uri)})</i>")
+    summary = repr(view.result).splitlines()[0] if view.result is not None else view.tool.path
+    title = widgets.HTML(f"<b>{html.escape(summary)}</b> <i>(MCP App {html.escape(view.resource_uri)})</i>")
     box = widgets.VBox([title, frame, frame.notes])
     shown = box._repr_mimebundle_()
     key = "application/vnd.jupyter.widget-view+json"
