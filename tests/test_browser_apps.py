@@ -3,7 +3,7 @@
 The app renders in the cell output, the handshake completes (the page shows the tool input and
 result), a click inside the frame calls a tool back and the frame shows the answer, size-changed
 resizes the frame, closing the toolbox tears the views down, and a page cannot reach the Jupyter
-page or its API. Screenshots go to test-artifacts/.
+page or its API; then the demo's chart app redraws through its app-only tool. Screenshots go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ CELLS = [
     "views = [r.app for r in shown]\n"
     "print('STATE', json.dumps([[v.initialized, v.teardown_answered, v.theme] for v in views]))\n"
     "print('METHODS', sorted({r.arguments['method'] for r in wb.history if r.kind == 'app'}))",
+    'wb.call("demo/datasets/chart", {"dataset": "penguins", "x": "bill_length_mm", "y": "body_mass_g"})',
 ]
 
 
@@ -39,7 +40,9 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "apps.ipynb")
     apps = {"command": PYTHON, "args": [str(SERVERS / "apps_server.py")]}
-    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"a": toolbox({"apps": apps})}})
+    datasets = {"command": PYTHON, "args": ["-m", "workbench_magic.demo.datasets"]}
+    boxes = {"a": toolbox({"apps": apps}), "demo": toolbox({"datasets": datasets})}
+    write_config(tmp_path / "workbench-config.json", {"toolboxes": boxes})
     server = Lab(tmp_path)
     yield server
     server.stop()
@@ -125,6 +128,18 @@ def test_app_in_jupyterlab(lab: Lab) -> None:
             assert state == [[True, True, "light"]], text  # initialized, teardown answered, JupyterLab's theme
             for method in ("tools/call", "-> ui/resource-teardown", "response", "ui/notifications/size-changed"):
                 assert f"'{method}'" in text, text
+            # the demo's chart: picking another column calls the app-only chart_points and redraws
+            run_cell(page, 5)
+            chart = output_of(page, 5).frame_locator("iframe.wb-app-frame")
+            chart.locator("#status:has-text('penguins: ')").wait_for(timeout=60_000)
+            chart.locator("#y").select_option("flipper_length_mm")
+            chart.locator("svg text:has-text('flipper_length_mm')").wait_for(timeout=60_000)
+            drawn = int(chart.locator("#status").inner_text().split(": ")[1].split()[0])
+            assert drawn > 50 and chart.locator("svg circle").count() == drawn
+            chart.locator("#note").click()
+            output_of(page, 5).locator("text=message from the app").wait_for(timeout=30_000)
+            assert "Look at flipper_length_mm against bill_length_mm" in output_of(page, 5).inner_text()
+            page.screenshot(path=str(ARTIFACTS / "app-chart.png"), full_page=True)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "app-failure.png"), full_page=True)
             raise

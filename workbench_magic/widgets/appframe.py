@@ -142,13 +142,13 @@ def notes_html(view: AppView) -> str:
     for url in view.links:
         link = html.escape(url, quote=True)
         anchor = f"<a href='{link}' target='_blank' rel='noopener noreferrer'>{link}</a>"
-        out.append(f"<div>🔗 the app asks to open {anchor}</div>")
+        out.append(f"<div>↗ the app asks to open {anchor}</div>")
     for message in view.messages:
         content = message.get("content")
         text = content.get("text") if isinstance(content, dict) else content
-        out.append(f"<div>💬 message from the app: {html.escape(str(text))}</div>")
+        out.append(f"<div>» message from the app: {html.escape(str(text))}</div>")
     if view.model_context is not None:
-        out.append(f"<div>🧠 model context: <code>{html.escape(str(view.model_context))[:500]}</code></div>")
+        out.append(f"<div>» model context: <code>{html.escape(str(view.model_context))[:500]}</code></div>")
     return "".join(out)
 
 
