@@ -148,7 +148,7 @@ def notes_html(view: AppView) -> str:
         text = content.get("text") if isinstance(content, dict) else content
         out.append(f"<div>» message from the app: {html.escape(str(text))}</div>")
     if view.model_context is not None:
-        out.append(f"<div>» model context: <code>{html.escape(str(view.model_context))[:500]}</code></div>")
+        out.append(f"<div>» model context: <code>{html.escape(str(view.model_context)[:500])}</code></div>")
     return "".join(out)
 
 
