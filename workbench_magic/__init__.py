@@ -26,6 +26,7 @@ from workbench_magic.errors import (
 )
 
 if TYPE_CHECKING:
+    from workbench_magic.apps import AppView
     from workbench_magic.identifiers import ToolIdentifier
     from workbench_magic.manager import OpenedToolbox, Workbench
     from workbench_magic.results import ToolInfo, ToolResult
@@ -43,6 +44,7 @@ _LAZY = {
     "ToolIdentifier": "workbench_magic.identifiers",
     "ToolResult": "workbench_magic.results",
     "ToolInfo": "workbench_magic.results",
+    "AppView": "workbench_magic.apps",
 }
 
 
@@ -70,6 +72,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 __all__ = [
+    "AppView",
     "ArgumentError",
     "CallTimeoutError",
     "ConfigError",

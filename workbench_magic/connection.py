@@ -80,6 +80,7 @@ class Connection:
         sampling: bool = False,
         log_level: str | None = None,
         server_object: Any = None,
+        apps: bool = False,
     ) -> None:
         self.toolbox = toolbox
         self.server_object = server_object  # a live server added from the notebook (`Workbench.add_server`)
@@ -113,6 +114,7 @@ class Connection:
         self.client_side = client_side
         self.sampling = sampling
         self.log_level = log_level
+        self.apps = apps
         self._in_flight: list[_InFlight] = []
         self.subscriptions = ResourceSubscriptions(self)
         self.on_list_changed: Callable[[Connection, str], None] | None = None
@@ -291,7 +293,11 @@ class Connection:
 
         from workbench_magic import __version__
 
-        info = {"client_info": Implementation(name="workbench-magic", version=__version__)}
+        info: dict[str, Any] = {"client_info": Implementation(name="workbench-magic", version=__version__)}
+        if self.apps:
+            from workbench_magic.apps import advertised
+
+            info["extensions"] = [advertised()]
         return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:

@@ -75,6 +75,7 @@ class Options:
     elicitation_handler: ElicitationHandler | None = None
     roots: tuple[str, ...] = ()
     server_log_level: str = "info"
+    render_apps: bool = True
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,8 @@ class Core:
         if (options.sampling_handler is None) != (previous.sampling_handler is None):
             for conn in self._all_connections():
                 conn.offer_sampling(options.sampling_handler is not None)
+        for conn in self._all_connections():
+            conn.apps = options.render_apps  # offered from the next connect (reconnect)
 
     def _all_connections(self) -> Iterable[Connection]:
         return (c for b in self._boxes.values() for c in b.connections.values())
@@ -261,6 +264,7 @@ class Core:
             sampling=options.sampling_handler is not None,
             log_level=options.server_log_level,
             server_object=self._live.get((toolbox, server)),
+            apps=options.render_apps,
         )
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
@@ -442,6 +446,10 @@ class Core:
         failed = result.error_message() if result.is_error else None
         self._record(ident, args, started, t0, not result.is_error, failed, secrets)
         return result
+
+    def record(self, record: CallRecord) -> None:
+        """Add an exchange made outside `call` to the history (an MCP App view's, kind `app`)."""
+        self._history.append(record)
 
     def _record_request(self, request: Request) -> None:
         from workbench_magic.identifiers import ToolIdentifier

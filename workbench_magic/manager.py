@@ -142,6 +142,9 @@ class Workbench(Configurable):
     server_log_level = CaselessStrEnum(
         LOG_LEVELS, default_value="info", help="Lowest level of the log messages servers are asked to send."
     ).tag(config=True)
+    render_apps = Bool(True, help="Offer servers the MCP Apps extension and render tool UIs in the notebook.").tag(
+        config=True
+    )
     config_path = Unicode(
         None, allow_none=True, help="Config file; unset = $WORKBENCH_CONFIG, ./workbench-config.json, demo."
     ).tag(config=True)
@@ -196,10 +199,11 @@ class Workbench(Configurable):
             validate_arguments=self.validate_arguments,
             history_limit=self.history_limit,
             server_log_level=self.server_log_level,
+            render_apps=self.render_apps,
             **self._handlers,
         )
 
-    @observe("timeout", "connect_timeout", "validate_arguments", "history_limit", "server_log_level")
+    @observe("timeout", "connect_timeout", "validate_arguments", "history_limit", "server_log_level", "render_apps")
     def _options_changed(self, change: Any) -> None:
         self._push_options()
 
@@ -518,7 +522,13 @@ class Workbench(Configurable):
         progress: ProgressCallback | None,
     ) -> ToolResult:
         ident = parse_identifier(identifier)
-        return await self._core.call(ident, dict(arguments or {}), timeout, progress, self.settings, validate_arguments)
+        args = dict(arguments or {})
+        call = self._core.call(ident, args, timeout, progress, self.settings, validate_arguments)
+        if not self.render_apps:
+            return await call
+        from workbench_magic.apps import AppHost, with_view
+
+        return await with_view(call, AppHost(self, self._core, self._loop), ident, args)
 
     # ---- resources, prompts, completions --------------------------------------------
     def resources(self, target: str | None = None) -> list[ResourceInfo]:

@@ -12,7 +12,7 @@ import html
 import inspect
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from workbench_magic.masking import mask, mask_value
 if TYPE_CHECKING:
     import pandas as pd
 
+    from workbench_magic.apps import AppView
     from workbench_magic.identifiers import ToolIdentifier
 
 
@@ -48,6 +49,42 @@ def _json_dump(value: Any, indent: int | None = 2) -> str:
 def _first_line(text: str | None, limit: int = 100) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class ToolUI:
+    """A tool's MCP Apps user interface (`_meta.ui`): the `ui://` page and who may call it.
+
+    `visibility` is `("model", "app")` unless the tool says otherwise; an app-only tool
+    (no `model`) is for its app's own use and is never offered to a model.
+    """
+
+    resource_uri: str
+    visibility: tuple[str, ...] = ("model", "app")
+
+    @property
+    def app_only(self) -> bool:
+        return "model" not in self.visibility
+
+    @property
+    def mark(self) -> str:
+        """How listings mark the tool: `app`, or `app only`."""
+        return "app only" if self.app_only else "app"
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any] | None) -> ToolUI | None:
+        """From a tool's `_meta` (`ui.resourceUri`, or the older flat `ui/resourceUri`)."""
+        if not meta:
+            return None
+        ui = meta.get("ui")
+        ui = ui if isinstance(ui, Mapping) else {}
+        uri = ui.get("resourceUri") or meta.get("ui/resourceUri")
+        if not isinstance(uri, str) or not uri:
+            return None
+        visibility = ui.get("visibility")
+        if isinstance(visibility, list | tuple):
+            return cls(uri, tuple(str(v) for v in visibility))
+        return cls(uri)
 
 
 @dataclass(frozen=True)
@@ -91,6 +128,11 @@ class ToolInfo:
     def identifier(self) -> ToolIdentifier:
         """The structured identifier `{toolbox, server, name}`."""
         return _identifier(self.toolbox, self.server, self.name)
+
+    @property
+    def ui(self) -> ToolUI | None:
+        """The tool's MCP Apps UI (`None` for a plain tool)."""
+        return ToolUI.from_meta(self.meta)
 
     @property
     def task_support(self) -> str | None:
@@ -140,7 +182,7 @@ def tools_table_html(tools: Sequence[ToolInfo], limit: int | None = None) -> str
     """An HTML table of tools (used by reprs of tool lists and toolboxes)."""
     shown = tools if limit is None else tools[:limit]
     rows = "".join(
-        f"<tr><td><code>{_esc(t.path)}</code></td><td>{_esc(', '.join(t.parameters))}</td>"
+        f"<tr><td><code>{_esc(t.path)}</code>{_ui_mark(t)}</td><td>{_esc(', '.join(t.parameters))}</td>"
         f"<td>{_esc(_first_line(t.description))}</td></tr>"
         for t in shown
     )
@@ -149,6 +191,12 @@ def tools_table_html(tools: Sequence[ToolInfo], limit: int | None = None) -> str
         "<table><thead><tr><th>tool</th><th>arguments</th><th>description</th></tr></thead>"
         f"<tbody>{rows}{more}</tbody></table>"
     )
+
+
+def _ui_mark(tool: ToolInfo, plain: bool = False) -> str:
+    if tool.ui is None:
+        return ""
+    return f" [{tool.ui.mark}]" if plain else f" <i>[{tool.ui.mark}]</i>"
 
 
 class ToolList(list[ToolInfo]):
@@ -161,7 +209,7 @@ class ToolList(list[ToolInfo]):
         if not self:
             return "(no tools)"
         width = min(60, max(len(t.path) for t in self))
-        return "\n".join(f"{t.path:<{width}}  {_first_line(t.description, 70)}" for t in self)
+        return "\n".join(f"{t.path:<{width}}  {_first_line(t.description, 70)}{_ui_mark(t, True)}" for t in self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
@@ -225,6 +273,8 @@ class ToolResult:
     """Config secrets: masked in what the result shows (its data stays as the tool sent it)."""
     replayed: bool = False
     """True when the answer came from a cassette (`Workbench(replay=...)`), not a live server."""
+    app: AppView | None = field(default=None, repr=False, compare=False)
+    """The tool's MCP Apps view (`AppView`) when the tool has a UI and `render_apps` is on."""
 
     @property
     def is_error(self) -> bool:
@@ -326,6 +376,8 @@ class ToolResult:
         others = [b for b in self.content if getattr(b, "type", None) not in ("text", "image")]
         for b in others:
             parts.append(f"<{getattr(b, 'type', type(b).__name__)} block>")
+        if self.app is not None:
+            parts.append(self.app.note)
         return "\n".join(parts)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -354,6 +406,8 @@ class ToolResult:
         for img in self.images:
             b64 = base64.b64encode(img.data).decode()
             out.append(f"<img src='data:{_esc(img.mime_type)};base64,{b64}'/>")
+        if self.app is not None:
+            out.append(f"<div><i>{_esc(self.app.note)}</i></div>")
         out.append("</div>")
         return "".join(out)
 
@@ -367,6 +421,8 @@ class ToolResult:
         pngs = [img for img in self.images if img.mime_type == "image/png"]
         if pngs:
             bundle["image/png"] = base64.b64encode(pngs[0].data).decode()
+        if self.app is not None:
+            bundle = self.app.widget_bundle(bundle)
         return bundle
 
 

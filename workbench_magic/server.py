@@ -157,6 +157,11 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
+def for_model(tool: ToolInfo | None) -> bool:
+    """Whether a model may see and call the tool (MCP Apps: app-only tools are not offered)."""
+    return tool is None or tool.ui is None or not tool.ui.app_only
+
+
 def registered_name(tool: ToolInfo) -> str:
     """`{toolbox}__{server}__{tool}` (toolbox and server names never contain `__`)."""
     return f"{tool.toolbox}__{tool.server}__{tool.name}"
@@ -282,7 +287,7 @@ class WorkbenchServer(MCPServer):
             "toolbox": name,
             "description": box.description,
             "servers_connected": sum(1 for s in servers.values() if s.connected),
-            "tools": [t.to_dict() for t in tools],
+            "tools": [t.to_dict() for t in tools if for_model(t)],
         }
         if box.failed:
             answer["servers_failed"] = box.failed
@@ -300,12 +305,22 @@ class WorkbenchServer(MCPServer):
 
     async def _use_tool(self, arguments: dict[str, Any], context: Any) -> Answer:
         ident = parse_identifier(arguments["tool"])
+        if not for_model(self._known_tool(ident)):
+            where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
+            return _error(f"Tool '{ident.name}' {where} is for its app only")
         return await self._forward(ident, arguments.get("arguments") or {}, context)
+
+    def _known_tool(self, ident: Any) -> ToolInfo | None:
+        """The tool's info when its toolbox is open (the call reports every other case itself)."""
+        try:
+            return self.workbench.tool(ident)
+        except WorkbenchError:
+            return None
 
     async def _search_tools(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         query = arguments["query"]
         found = self.workbench.search(query) if query.strip() else self.workbench.tools()
-        return _text_result({"query": query, "tools": [t.to_dict() for t in found]})
+        return _text_result({"query": query, "tools": [t.to_dict() for t in found if for_model(t)]})
 
     async def _forward(self, ident: Any, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Answer:
         """The downstream result unchanged; failures as errors with the toolbox/server/tool context.
@@ -333,6 +348,8 @@ class WorkbenchServer(MCPServer):
             del self._dynamic[name]
         if self.workbench.is_open(toolbox):
             for tool in self.workbench.tools(toolbox):
+                if not for_model(tool):
+                    continue
                 name = registered_name(tool)
                 if len(name) > MAX_TOOL_NAME:
                     logger.warning(

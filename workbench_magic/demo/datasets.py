@@ -54,6 +54,8 @@ from mcp_types import LoggingLevel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, create_model
 
+from workbench_magic.demo import chart_app
+
 Cell = str | int | float | None
 """One value of a table: a number, a string, or ``None`` for an empty CSV field."""
 
@@ -80,7 +82,7 @@ describe_with_model(dataset) asks the client's model for a description of a tabl
 (elicitation).
 The raw CSV of each table is the resource dataset://{name}."""
 
-mcp: MCPServer = MCPServer("datasets", instructions=INSTRUCTIONS, log_level="WARNING")
+mcp: MCPServer = MCPServer("datasets", instructions=INSTRUCTIONS, log_level="WARNING", extensions=[chart_app.apps])
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 

@@ -53,7 +53,8 @@ def _esc(value: object) -> str:
 def badges(tool: ToolInfo) -> list[str]:
     """Annotation badges of a tool (read-only, destructive, ...)."""
     notes = tool.annotations or {}
-    return [label for key, label in _BADGES.items() if notes.get(key) is True]
+    marks = [label for key, label in _BADGES.items() if notes.get(key) is True]
+    return marks if tool.ui is None else [tool.ui.mark, *marks]
 
 
 def server_label(status: ServerStatus) -> str:
