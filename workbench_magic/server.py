@@ -473,7 +473,9 @@ def serve(
         # The server runs on the workbench's own loop: a forwarded call goes downstream and back
         # without crossing threads (each crossing costs a wake-up and a GIL hand-over).
         if transport == "stdio":
-            workbench.run_on_loop(server.run_stdio_async())
+            from workbench_magic.stdio_face import run_stdio
+
+            workbench.run_on_loop(run_stdio(server))
         else:
             workbench.run_on_loop(httpface.serve_http(server, host, port, token))
     except KeyboardInterrupt:

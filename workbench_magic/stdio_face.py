@@ -1,0 +1,106 @@
+"""serve's stdio wire without threads: stdin and stdout as asyncio pipes.
+
+The SDK's `stdio_server` reads stdin and writes stdout through `anyio.wrap_file`, so every
+request and every response crosses to a worker thread and back (a wake-up and a GIL hand-over
+each way). Given file-like objects, it uses those instead: these read and write the pipes in the
+event loop itself. Like the SDK, the process's own fd 0 and fd 1 are moved out of the way while
+serving (fd 0 reads the null device, fd 1 writes to stderr), so nothing stray reaches the wire.
+When stdin or stdout is not a pipe or socket (a file, a terminal), the SDK's own transport is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+#: Longest line (one JSON-RPC message) read from stdin.
+LINE_LIMIT = 256 * 1024 * 1024
+
+
+def _streamable(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _Lines:
+    """stdin as an async iterator of text lines (what `stdio_server` reads)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _Writer:
+    """stdout as what `stdio_server` writes to: `await write(text)`, `await flush()`."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+@contextlib.asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's `stdio_server` streams over asyncio pipes (or over its own transport)."""
+    from mcp.server.stdio import stdio_server
+
+    if not (_streamable(0) and _streamable(1)):
+        async with stdio_server() as streams:
+            yield streams
+        return
+    loop = asyncio.get_running_loop()
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
+        )
+        transports.append(read_transport)
+        write_transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
+        )
+        transports.append(write_transport)
+        writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
+        async with stdio_server(_Lines(reader), _Writer(writer)) as streams:  # type: ignore[arg-type]
+            yield streams
+    finally:
+        for transport in transports:
+            transport.close()
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)
+
+
+async def run_stdio(server: Any) -> None:
+    """Run an `MCPServer` over stdio through `stdio_streams` (its `run_stdio_async`, minus threads)."""
+    low = server._lowlevel_server  # what MCPServer.run_stdio_async runs (the SDK has no public name)
+    async with stdio_streams() as (read_stream, write_stream):
+        await low.run(read_stream, write_stream, low.create_initialization_options())
