@@ -141,9 +141,12 @@ def test_explorer_in_jupyterlab(lab: Lab) -> None:
             assert explorer is not None
             choose(page, ".wb-server-select select", "● datasets")
             choose(page, ".wb-tool-select select", "query ")
-            page.wait_for_selector(".wb-field-dataset input", timeout=30_000)
-            page.fill(".wb-field-dataset input", "penguins")
-            limit = page.locator(".wb-field-limit input")
+            # Forms of tools selected before (the first tool, chart, also has a dataset field)
+            # stay in the page, hidden: fill the one shown.
+            dataset = page.locator(".wb-field-dataset input >> visible=true")
+            dataset.wait_for(timeout=30_000)
+            dataset.fill("penguins")
+            limit = page.locator(".wb-field-limit input >> visible=true")
             limit.fill("3")
             limit.press("Tab")
             page.click(".wb-call")
