@@ -14,30 +14,23 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
 from traitlets.config import Config, Configurable
 
-from workbench_magic import browse
 from workbench_magic.clientside import (
-    ASK_PERSON,
     LOG_LEVELS,
     ElicitationHandler,
     SamplingHandler,
     default_roots,
-    root_uri,
 )
-from workbench_magic.core import BoxState, Core, Event, Options, short_errors
+from workbench_magic.core import BoxState, Core, Event, Options
 from workbench_magic.errors import NotFoundError, UsageError, WorkbenchError
+from workbench_magic.features import ServerFeatures, root_uris
 from workbench_magic.proxies import OpenedToolbox
 from workbench_magic.results import (
     History,
-    PromptInfo,
-    PromptResult,
-    ResourceInfo,
-    ResourceResult,
     ServerStatus,
     ToolboxInfo,
     ToolboxList,
@@ -55,18 +48,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
-
-
-def _roots(roots: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
-    return tuple(root_uri(r) for r in ([roots] if isinstance(roots, str) else roots))
-
-
-def _caller_loop_channel() -> Channel | None:
-    """The caller's event loop as a channel (a kernel's), if one runs in this thread."""
-    try:
-        return LoopChannel(asyncio.get_running_loop())
-    except RuntimeError:
-        return None
 
 
 def _widget_asker() -> Any:
@@ -123,7 +104,7 @@ def _close_everything() -> None:
 atexit.register(_close_everything)
 
 
-class Workbench(Configurable):
+class Workbench(ServerFeatures, Configurable):
     """Toolboxes of MCP servers, opened on demand, called from Python.
 
     `Workbench.shared()` is the kernel-wide instance the magics use; `Workbench(config=...)`
@@ -166,7 +147,7 @@ class Workbench(Configurable):
         self._handlers: dict[str, Any] = {
             "sampling_handler": None,
             "elicitation_handler": None,
-            "roots": _roots(roots) if roots is not None else default_roots(),
+            "roots": root_uris(roots) if roots is not None else default_roots(),
         }
         if isinstance(config, Config):
             super().__init__(config=config, **kwargs)
@@ -529,174 +510,6 @@ class Workbench(Configurable):
         from workbench_magic.apps import AppHost, with_view
 
         return await with_view(call, AppHost(self, self._core, self._loop), ident, args)
-
-    # ---- resources, prompts, completions --------------------------------------------
-    def resources(self, target: str | None = None) -> list[ResourceInfo]:
-        """Resources and resource templates (every page) of open toolboxes, a toolbox, or a server."""
-        toolbox, server = parse_target(target)
-
-        async def gather() -> list[ResourceInfo]:
-            return await browse.list_resources(await self._core.connections(toolbox, server, self.settings))
-
-        return self._run(short_errors(gather()))  # type: ignore[no-any-return]
-
-    def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
-        """Read a resource from `toolbox/server`; a template URI is expanded with `variables`
-        (`read_resource("t/s", "city://{country}/{city}", country="france", city="paris")`)."""
-        toolbox, server = self._server_target(target)
-        expanded = browse.expand(uri, variables)
-        limit = timeout if timeout is not None else self.timeout
-
-        async def read() -> ResourceResult:
-            return await browse.read(
-                await self._core.connection_opening(toolbox, server, self.settings), expanded, limit
-            )
-
-        return self._run(short_errors(read()))  # type: ignore[no-any-return]
-
-    def prompts(self, target: str | None = None) -> list[PromptInfo]:
-        """Prompts of open toolboxes, a toolbox, or a server."""
-        toolbox, server = parse_target(target)
-
-        async def gather() -> list[PromptInfo]:
-            return await browse.list_prompts(await self._core.connections(toolbox, server, self.settings))
-
-        return self._run(short_errors(gather()))  # type: ignore[no-any-return]
-
-    def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
-        """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`."""
-        ident = parse_identifier(identifier)
-        args = {k: v if isinstance(v, str) else str(v) for k, v in (arguments or {}).items()}
-        limit = self.timeout
-
-        async def get() -> PromptResult:
-            conn = await self._core.connection_opening(ident.toolbox, ident.server, self.settings)
-            raw = await conn.get_prompt(ident.name, args or None, limit)
-            return PromptResult(identifier=ident, raw=raw)
-
-        return self._run(short_errors(get()), self._channel())  # type: ignore[no-any-return]
-
-    def complete(
-        self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
-    ) -> list[str]:
-        """Completion values a server offers for a prompt argument (`ref="prompt:NAME"`) or a
-        resource template variable (`ref` = the template URI); `[]` when it offers none, or takes
-        longer than half a second."""
-        toolbox, server = self._server_target(target)
-
-        async def complete() -> list[str]:
-            conn = await self._core.connection_opening(toolbox, server, self.settings)
-            return await browse.complete(conn, ref, argument, value, context)
-
-        return self._run(short_errors(complete()))  # type: ignore[no-any-return]
-
-    def watch(
-        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
-    ) -> browse.ResourceWatch:
-        """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`.
-
-        `callback(value)` runs on each update (in a kernel, on its event loop; else in a worker thread).
-        """
-        toolbox, server = self._server_target(target)
-        channel = _caller_loop_channel()
-        limit = self.timeout
-
-        async def start() -> browse.ResourceWatch:
-            conn = await self._core.connection_opening(toolbox, server, self.settings)
-            return await browse.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
-
-        return self._run(short_errors(start()))  # type: ignore[no-any-return]
-
-    def _server_target(self, target: str) -> tuple[str, str]:
-        toolbox, server = parse_target(target)
-        if toolbox is None or server is None:
-            raise NotFoundError(f"Name the server: toolbox/server, not {target!r}")
-        return toolbox, server
-
-    # ---- the client side of MCP ----------------------------------------------------------
-    @property
-    def sampling_handler(self) -> SamplingHandler | None:
-        """`fn(messages, params)` answering servers' sampling requests (str, dict or
-        `CreateMessageResult`), or `"ask"` (the person writes the reply, where the call was made);
-        sampling is advertised only while one is set (connections made
-        before get it at their next reconnect)."""
-        return self._handlers["sampling_handler"]
-
-    @sampling_handler.setter
-    def sampling_handler(self, handler: SamplingHandler | None) -> None:
-        if handler is not None and not callable(handler) and handler != ASK_PERSON:
-            raise UsageError(
-                'sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, or "ask"'
-            )
-        self._handlers["sampling_handler"] = handler
-        self._push_options()
-
-    @property
-    def elicitation_handler(self) -> ElicitationHandler | None:
-        """None: ask the person; `fn(message, schema)` -> dict (accept), None (decline) or an
-        `ElicitResult`; or a dict of canned answers (always accepted)."""
-        return self._handlers["elicitation_handler"]
-
-    @elicitation_handler.setter
-    def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
-        if handler is not None and not callable(handler) and not isinstance(handler, Mapping):
-            raise UsageError("elicitation_handler must be None, a function (message, schema) or a dict of answers")
-        self._handlers["elicitation_handler"] = (
-            MappingProxyType(dict(handler)) if isinstance(handler, Mapping) else handler
-        )
-        self._push_options()
-
-    @property
-    def roots(self) -> list[str]:
-        """The roots servers are told (file:// URIs); default: the working directory."""
-        return list(self._handlers["roots"])
-
-    @roots.setter
-    def roots(self, roots: list[str] | tuple[str, ...] | str) -> None:
-        self._handlers["roots"] = _roots(roots)
-        self._push_options()
-
-    def set_server_log_level(self, target: str, level: str) -> None:
-        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox:
-        at once on handshake-era connections, at their next connect on 2026-07-28 ones."""
-        if level not in LOG_LEVELS:
-            raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Name a toolbox or toolbox/server")
-
-        async def apply() -> None:
-            for conn in await self._core.connections(toolbox, server, self.settings):
-                await conn.set_log_level(level)
-
-        self._run(short_errors(apply()))
-
-    def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
-        """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
-        back to the config's (or `wb.roots`). Handshake-era servers are told at once."""
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Name a toolbox or toolbox/server")
-        chosen = None if roots is None else _roots(roots)
-
-        async def apply() -> None:
-            self._core.set_roots(await self._core.connections(toolbox, server, self.settings), chosen)
-
-        self._run(short_errors(apply()))
-
-    def logout(self, target: str) -> list[str]:
-        """Forget the stored OAuth tokens (and registered client) of one server (`toolbox/server`)
-        or of every OAuth server of a toolbox; the names of the servers that had some. A connection
-        already open keeps its session until it is closed or reconnected; the next connect asks
-        the person to authorize again."""
-        from workbench_magic.auth import forget
-
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Name a toolbox or toolbox/server")
-        names = [server] if server is not None else list(self.settings.toolbox(toolbox).mcp_servers)
-        configs = {name: self.settings.server(toolbox, name) for name in names}
-        return [name for name, cfg in configs.items() if cfg.url and cfg.auth and cfg.auth.oauth and forget(cfg.url)]
 
     # ---- record, replay, export (tape.py, export.py) -----------------------------------------
     def record(self, path: str | os.PathLike[str] | None) -> Recording:
