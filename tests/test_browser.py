@@ -120,7 +120,7 @@ def choose(page: Any, selector: str, prefix: str, *, contains: bool = False) -> 
 
 
 def test_explorer_in_jupyterlab(lab: Lab) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
@@ -142,13 +142,17 @@ def test_explorer_in_jupyterlab(lab: Lab) -> None:
             choose(page, ".wb-server-select select", "● datasets")
             choose(page, ".wb-tool-select select", "query ")
             # Forms of tools selected before (the first tool, chart, also has a dataset field)
-            # stay in the page, hidden: fill the one shown.
-            dataset = page.locator(".wb-field-dataset input >> visible=true")
-            dataset.wait_for(timeout=30_000)
-            dataset.fill("penguins")
+            # stay in the page, hidden: wait for query's own form (limit is only there), then
+            # fill the fields shown.
             limit = page.locator(".wb-field-limit input >> visible=true")
+            limit.wait_for(timeout=30_000)
+            dataset = page.locator(".wb-field-dataset input >> visible=true")
+            assert dataset.count() == 1
+            dataset.fill("penguins")
+            dataset.press("Tab")
             limit.fill("3")
             limit.press("Tab")
+            expect(dataset).to_have_value("penguins")
             page.click(".wb-call")
             page.wait_for_function(
                 "() => (document.querySelector('.wb-result')?.innerText || '').includes('[ok')", timeout=60_000
