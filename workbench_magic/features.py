@@ -22,6 +22,7 @@ from workbench_magic.runtime import Channel, LoopChannel
 if TYPE_CHECKING:
     from workbench_magic.config import WorkbenchConfig
     from workbench_magic.core import Core
+    from workbench_magic.identifiers import ToolIdentifier
     from workbench_magic.runtime import LoopThread, QueueChannel
 
 
@@ -38,10 +39,17 @@ def _caller_loop_channel() -> Channel | None:
         return None
 
 
-def _parse_target(value: str | None) -> tuple[str | None, str | None]:
-    from workbench_magic.identifiers import parse_target
+# identifiers loads pydantic (~0.15 s): imported on first use, so `%load_ext` stays fast.
+def parse_identifier(value: Any) -> ToolIdentifier:
+    from workbench_magic.identifiers import parse_identifier as parse
 
-    return parse_target(value)
+    return parse(value)
+
+
+def parse_target(value: str | None) -> tuple[str | None, str | None]:
+    from workbench_magic.identifiers import parse_target as parse
+
+    return parse(value)
 
 
 class ServerFeatures:
@@ -70,7 +78,7 @@ class ServerFeatures:
     # ---- resources, prompts, completions --------------------------------------------
     def resources(self, target: str | None = None) -> list[ResourceInfo]:
         """Resources and resource templates (every page) of open toolboxes, a toolbox, or a server."""
-        toolbox, server = _parse_target(target)
+        toolbox, server = parse_target(target)
 
         async def gather() -> list[ResourceInfo]:
             return await browse.list_resources(await self._core.connections(toolbox, server, self.settings))
@@ -93,7 +101,7 @@ class ServerFeatures:
 
     def prompts(self, target: str | None = None) -> list[PromptInfo]:
         """Prompts of open toolboxes, a toolbox, or a server."""
-        toolbox, server = _parse_target(target)
+        toolbox, server = parse_target(target)
 
         async def gather() -> list[PromptInfo]:
             return await browse.list_prompts(await self._core.connections(toolbox, server, self.settings))
@@ -102,8 +110,6 @@ class ServerFeatures:
 
     def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
         """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`."""
-        from workbench_magic.identifiers import parse_identifier
-
         ident = parse_identifier(identifier)
         args = {k: v if isinstance(v, str) else str(v) for k, v in (arguments or {}).items()}
         limit = self.timeout
@@ -147,7 +153,7 @@ class ServerFeatures:
         return self._run(short_errors(start()))  # type: ignore[no-any-return]
 
     def _server_target(self, target: str) -> tuple[str, str]:
-        toolbox, server = _parse_target(target)
+        toolbox, server = parse_target(target)
         if toolbox is None or server is None:
             raise NotFoundError(f"Name the server: toolbox/server, not {target!r}")
         return toolbox, server
@@ -200,7 +206,7 @@ class ServerFeatures:
         at once on handshake-era connections, at their next connect on 2026-07-28 ones."""
         if level not in LOG_LEVELS:
             raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
-        toolbox, server = _parse_target(target)
+        toolbox, server = parse_target(target)
         if toolbox is None:
             raise NotFoundError("Name a toolbox or toolbox/server")
 
@@ -213,7 +219,7 @@ class ServerFeatures:
     def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
         """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
         back to the config's (or `wb.roots`). Handshake-era servers are told at once."""
-        toolbox, server = _parse_target(target)
+        toolbox, server = parse_target(target)
         if toolbox is None:
             raise NotFoundError("Name a toolbox or toolbox/server")
         chosen = None if roots is None else root_uris(roots)
@@ -230,7 +236,7 @@ class ServerFeatures:
         the person to authorize again."""
         from workbench_magic.auth import forget
 
-        toolbox, server = _parse_target(target)
+        toolbox, server = parse_target(target)
         if toolbox is None:
             raise NotFoundError("Name a toolbox or toolbox/server")
         names = [server] if server is not None else list(self.settings.toolbox(toolbox).mcp_servers)

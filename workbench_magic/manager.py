@@ -27,7 +27,7 @@ from workbench_magic.clientside import (
 )
 from workbench_magic.core import BoxState, Core, Event, Options
 from workbench_magic.errors import NotFoundError, UsageError, WorkbenchError
-from workbench_magic.features import ServerFeatures, root_uris
+from workbench_magic.features import ServerFeatures, parse_identifier, parse_target, root_uris
 from workbench_magic.proxies import OpenedToolbox
 from workbench_magic.results import (
     History,
@@ -44,7 +44,6 @@ from workbench_magic.tape import Recording, Tape
 if TYPE_CHECKING:
     from workbench_magic.config import ServerConfig, WorkbenchConfig
     from workbench_magic.connection import ProgressCallback
-    from workbench_magic.identifiers import ToolIdentifier
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
@@ -70,20 +69,7 @@ def _widget_asker() -> Any:
 __all__ = ["Call", "OpenedToolbox", "Workbench"]
 
 
-# config, identifiers and schema checks load pydantic/jsonschema (~0.15 s): import them on first
-# use, so `%load_ext workbench_magic` stays fast.
-def parse_identifier(value: Any) -> ToolIdentifier:
-    from workbench_magic.identifiers import parse_identifier as parse
-
-    return parse(value)
-
-
-def parse_target(value: str | None) -> tuple[str | None, str | None]:
-    from workbench_magic.identifiers import parse_target as parse
-
-    return parse(value)
-
-
+# Schema checks load jsonschema-rs: import them on first use, so `%load_ext` stays fast.
 def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     from workbench_magic.schema import validate_arguments as validate
 
