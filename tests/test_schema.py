@@ -72,6 +72,18 @@ def test_valid_arguments_pass_and_uncompilable_schemas_are_not_checked(caplog) -
     assert any("schema not checked" in r.getMessage() for r in caplog.records)
 
 
+def test_values_jsonschema_rs_cannot_take_are_judged_by_jsonschema() -> None:
+    import datetime
+
+    day = datetime.date(1, 1, 1)
+    text = {"type": "object", "properties": {"text": {"type": "string"}}}
+    assert schema.check(text, {"text": day}) == schema.Problem(("text",), f"{day!r} is not of type 'string'")
+    with pytest.raises(ArgumentError, match=r"argument 'text': datetime\.date\(1, 1, 1\) is not of type 'string'$"):
+        schema.validate_arguments(tool(text), {"text": day})
+    schema.validate_arguments(tool({"type": "object"}), {"any": day})  # nothing to say: the server judges
+    assert schema.check({"type": "object"}, {"any": {1, 2}}) is None
+
+
 @pytest.mark.skipif(importlib.util.find_spec("rfc3987_syntax") is None, reason="rfc3987_syntax is not installed")
 def test_jsonschema_is_imported_without_building_the_iri_grammar() -> None:
     code = (

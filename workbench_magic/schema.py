@@ -134,14 +134,28 @@ def compiles(schema: dict[str, Any]) -> bool:
     return _validator(schema) is not None
 
 
+def _fits(validator: Any, instance: Any) -> bool | None:
+    """jsonschema-rs's verdict, or None when the instance holds a value it cannot take (a date
+    from YAML, a set, an object): Python's jsonschema judges those."""
+    try:
+        return bool(validator.is_valid(instance))
+    except (ValueError, TypeError):
+        return None
+
+
 def check(schema: dict[str, Any], instance: Any) -> Problem | None:
     """None when `instance` fits `schema` (or the schema cannot be compiled), else the problem."""
     validator = _validator(schema)
-    if validator is None or validator.is_valid(instance):
+    if validator is None:
+        return None
+    fits = _fits(validator, instance)
+    if fits:
         return None
     error = first_error(schema, instance)
     if error is not None:
         return Problem(tuple(error.absolute_path), str(error.message))
+    if fits is None:
+        return None
     seen = next(iter(validator.iter_errors(instance)))
     return Problem(tuple(seen.instance_path), str(seen.message))
 
@@ -159,9 +173,14 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
             f"got {type(arguments).__name__}"
         )
     validator = _validator(tool.input_schema)
-    if validator is None or validator.is_valid(arguments):
+    if validator is None:
+        return
+    fits = _fits(validator, arguments)
+    if fits:
         return
     error = first_error(tool.input_schema, arguments)
+    if error is None and fits is None:
+        return
     if error is None:  # jsonschema-rs and jsonschema disagree: say what jsonschema-rs saw
         raise ArgumentError(
             f"Invalid arguments for tool '{tool.name}' in server '{tool.server}' (toolbox '{tool.toolbox}'): "
