@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import SERVERS, toolbox, write_config
-from test_kernel import Kernel
+from test_kernel import Kernel, text_of
 
 from workbench_magic.widgets.appframe import _ESM
 
@@ -75,3 +75,46 @@ def test_render_apps_off_leaves_results_as_they_were(kernel: Kernel) -> None:
     assert reply["status"] == "ok", reply
     data = shown(messages)
     assert WIDGET not in data and "has an app" not in data["text/plain"]
+
+
+HANDSHAKE = """
+def handshake(view):
+    view.handle({"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {}})
+    view.handle({"jsonrpc": "2.0", "method": "ui/notifications/initialized"})
+    return [m["method"] for m in view.take()]
+"""
+
+
+def sent_to_frames(messages: list[dict[str, Any]]) -> list[str]:
+    """The JSON-RPC methods the kernel sent to app frames in these messages."""
+    custom = [m["content"]["data"].get("content", {}) for m in messages if m["msg_type"] == "comm_msg"]
+    return [c["message"].get("method", "") for c in custom if c.get("type") == "rpc"]
+
+
+def test_running_the_cell_again_tears_its_view_down_first(kernel: Kernel) -> None:
+    reply, _ = kernel.execute(HANDSHAKE)
+    assert reply["status"] == "ok", reply
+    reply, messages = kernel.execute('r = wb.call("a/apps/show_counter")\nr', cell_id="cell-1")
+    assert reply["status"] == "ok", reply
+    frame_state(messages)
+    reply, messages = kernel.execute("print(handshake(r.app), r.app.frame.cell_id)")
+    assert "['ui/notifications/tool-input', 'ui/notifications/tool-result'] cell-1" in text_of(messages)
+    # another cell leaves the view alone; the same cell run again tears it down before its code runs
+    reply, messages = kernel.execute("print('torn down:', r.app.torn_down)", cell_id="cell-2")
+    assert "torn down: False" in text_of(messages) and sent_to_frames(messages) == []
+    reply, messages = kernel.execute("print('torn down:', r.app.torn_down)", cell_id="cell-1")
+    assert "torn down: True" in text_of(messages)
+    assert sent_to_frames(messages) == ["ui/resource-teardown"]
+
+
+def test_each_display_runs_a_page_of_its_own(kernel: Kernel) -> None:
+    reply, messages = kernel.execute(HANDSHAKE + 'r = wb.call("a/apps/show_counter", {"start": 7})\ndisplay(r)')
+    assert reply["status"] == "ok", reply
+    frame_state(messages)
+    reply, messages = kernel.execute("print(handshake(r.app))")
+    assert "['ui/notifications/tool-input', 'ui/notifications/tool-result']" in text_of(messages)
+    # shown again: a new frame whose page gets the whole handshake, not the first view's state
+    reply, messages = kernel.execute("display(r)\nsecond = r.app.shown_again[-1]\nprint(handshake(second))")
+    assert reply["status"] == "ok", reply
+    assert frame_state(messages)["page"].startswith("<!DOCTYPE html>")
+    assert "['ui/notifications/tool-input', 'ui/notifications/tool-result']" in text_of(messages)

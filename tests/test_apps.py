@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -281,3 +283,46 @@ def _example(spec: dict[str, Any]) -> Any:
     if "enum" in spec:
         return spec["enum"][0]
     return {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), "x")
+
+
+def test_interrupt_gives_a_cancelled_view(wb: Workbench) -> None:
+    wb.open("a")
+    main = threading.main_thread().ident or 0
+    timer = threading.Timer(0.5, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        wb.call("a/apps/slow_counter", {"seconds": 30})
+    timer.join()
+    view = caught.value.app  # type: ignore[attr-defined]
+    assert isinstance(view, AppView) and view.result is None
+    sent = started(view)
+    assert [m["method"] for m in sent] == ["ui/notifications/tool-input", "ui/notifications/tool-cancelled"]
+    assert sent[0]["params"] == {"arguments": {"seconds": 30}}
+    assert sent[1]["params"] == {"reason": "The call was interrupted"}
+
+
+def test_a_cancelled_await_gives_a_cancelled_view(wb: Workbench) -> None:
+    wb.open("a")
+
+    async def cancel_it() -> BaseException:
+        task = asyncio.ensure_future(wb.acall("a/apps/slow_counter", {"seconds": 30}))
+        await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError as exc:
+            return exc
+        raise AssertionError("the call was not cancelled")
+
+    view = asyncio.run(cancel_it()).app  # type: ignore[attr-defined]
+    assert isinstance(view, AppView)
+    assert [m["method"] for m in started(view)][-1] == "ui/notifications/tool-cancelled"
+
+
+def test_another_view_of_the_same_call_starts_afresh(wb: Workbench) -> None:
+    view = wb.call("a/apps/show_counter", {"start": 3}).app
+    assert view is not None
+    first = started(view)
+    again = view.again()
+    assert view.shown_again == [again]
+    assert started(again) == first  # the same tool-input and tool-result, though the first view is initialized

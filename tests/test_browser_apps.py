@@ -2,8 +2,9 @@
 
 The app renders in the cell output, the handshake completes (the page shows the tool input and
 result), a click inside the frame calls a tool back and the frame shows the answer, size-changed
-resizes the frame, closing the toolbox tears the views down, and a page cannot reach the Jupyter
-page or its API; then the demo's chart app redraws through its app-only tool. Screenshots go to test-artifacts/.
+resizes the frame, running the cell again and closing the toolbox tear the views down, and a page
+cannot reach the Jupyter page or its API; then the demo's chart app redraws through its app-only
+tool. Screenshots go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -106,6 +107,9 @@ def test_app_in_jupyterlab(lab: Lab) -> None:
                 timeout=30_000,
             )
             page.screenshot(path=str(ARTIFACTS / "app-counter.png"), full_page=True)
+            # the cell run again: its old view is torn down (answered from its hidden page), a new one starts
+            run_cell(page, 1)
+            app.locator("#result:has-text('\"total\":10')").wait_for(timeout=60_000)
             # a page that tries to leave its frame finds nothing
             run_cell(page, 2)
             probe = output_of(page, 2).frame_locator("iframe.wb-app-frame")
@@ -125,7 +129,8 @@ def test_app_in_jupyterlab(lab: Lab) -> None:
             out.locator("text=METHODS").wait_for(timeout=60_000)
             text = out.inner_text()
             state = json.loads(text.split("STATE", 1)[1].splitlines()[0])
-            assert state == [[True, True, "light"]], text  # initialized, teardown answered, JupyterLab's theme
+            # initialized, teardown answered (the first on the re-run, the second on close), JupyterLab's theme
+            assert state == [[True, True, "light"], [True, True, "light"]], text
             for method in ("tools/call", "-> ui/resource-teardown", "response", "ui/notifications/size-changed"):
                 assert f"'{method}'" in text, text
             # the demo's chart: picking another column calls the app-only chart_points and redraws

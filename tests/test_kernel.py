@@ -22,9 +22,19 @@ class Kernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
 
-    def execute(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Run code; return (execute_reply content, iopub messages of this request)."""
-        msg_id = self.kc.execute(code)
+    def execute(
+        self, code: str, timeout: float = 60, *, cell_id: str | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run code (as cell `cell_id`, as JupyterLab sends it); return (execute_reply content,
+        iopub messages of this request)."""
+        if cell_id is None:
+            msg_id = self.kc.execute(code)
+        else:
+            content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
+            content["allow_stdin"] = False
+            msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+            self.kc.shell_channel.send(msg)
+            msg_id = msg["header"]["msg_id"]
         reply = self.kc.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.kc.get_shell_msg(timeout=timeout)

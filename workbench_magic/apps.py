@@ -131,14 +131,21 @@ async def with_view(
     try:
         result = await call
     except CallTimeoutError as exc:
-        tool = host.tool(ident)
-        if tool is not None and tool.ui is not None:
-            exc.app = AppView(host, tool, arguments, cancelled=str(exc))  # type: ignore[attr-defined]
+        give_cancelled_view(exc, host, ident, arguments, str(exc))
         raise
     tool = host.tool(ident)
     if tool is not None and tool.ui is not None:
         result.app = AppView(host, tool, arguments, result=result)
     return result
+
+
+def give_cancelled_view(
+    exc: BaseException, host: AppHost, ident: ToolIdentifier, arguments: dict[str, Any], reason: str
+) -> None:
+    """Set `exc.app`, a view told `tool-cancelled` with `reason`, when the tool has a UI."""
+    tool = host.tool(ident)
+    if tool is not None and tool.ui is not None and getattr(exc, "app", None) is None:
+        exc.app = AppView(host, tool, arguments, cancelled=reason)  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -187,8 +194,17 @@ class AppView:
         self.listeners: list[Callable[[AppView], None]] = []
         self.frame: Any = None
         """The widget showing the view, once displayed in a kernel."""
+        self.shown_again: list[AppView] = []
+        """The views of the same call made for later displays of the result (one page each)."""
         self._page: _Page | None = None
         self._next_id = 0
+
+    def again(self) -> AppView:
+        """A new view of the same call (for one more display: each frame runs its own page)."""
+        view = AppView(self.host, self.tool, self.arguments, result=self.result, cancelled=self.cancelled)
+        view._page = self._page
+        self.shown_again.append(view)
+        return view
 
     # ---- the page ------------------------------------------------------------------------
     @property
@@ -471,4 +487,13 @@ def _time_zone() -> str:
     return "UTC"
 
 
-__all__ = ["APP_MIME_TYPE", "AppError", "AppHost", "AppView", "advertised", "build_csp", "with_view"]
+__all__ = [
+    "APP_MIME_TYPE",
+    "AppError",
+    "AppHost",
+    "AppView",
+    "advertised",
+    "build_csp",
+    "give_cancelled_view",
+    "with_view",
+]

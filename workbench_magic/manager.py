@@ -448,9 +448,13 @@ class Workbench(ServerFeatures, Configurable):
         meanwhile. A server's questions (elicitation) are asked here, with `input()`, unless
         `elicitation_handler` answers them. Ctrl-C / kernel interrupt cancels the call on the server.
         """
-        return self._run(  # type: ignore[no-any-return]
-            self._acall(identifier, arguments, timeout, progress), self._channel(server_log)
-        )
+        try:
+            return self._run(  # type: ignore[no-any-return]
+                self._acall(identifier, arguments, timeout, progress), self._channel(server_log)
+            )
+        except KeyboardInterrupt as exc:
+            self._interrupted(exc, identifier, arguments)
+            raise
 
     def submit(
         self,
@@ -479,7 +483,24 @@ class Workbench(ServerFeatures, Configurable):
     ) -> ToolResult:
         """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's loop."""
         channel = None if self._loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=_widget_asker())
-        return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
+        try:
+            return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
+        except asyncio.CancelledError as exc:
+            self._interrupted(exc, identifier, arguments)
+            raise
+
+    def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
+        """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
+        if not self.render_apps:
+            return
+        from workbench_magic.apps import AppHost, give_cancelled_view
+
+        try:
+            ident = parse_identifier(identifier)
+        except WorkbenchError:
+            return
+        host = AppHost(self, self._core, self._loop)
+        give_cancelled_view(exc, host, ident, dict(arguments or {}), "The call was interrupted")
 
     async def _acall(
         self,

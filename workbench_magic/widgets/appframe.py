@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import html
 import re
+import uuid
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
     from workbench_magic.core import Event
 
 _ESM = r"""
+// What the kernel sends reaches a frame through its model's own listener (set in initialize):
+// anywidget drops a view's listeners when the view goes, and a page kept for its teardown
+// must still hear the request.
+const routes = new Map();
+function initialize({ model }) {
+  model.on("msg:custom", (msg) => { for (const route of routes.get(model.get("key")) || []) route(msg); });
+}
 function render({ model, el }) {
   const frame = document.createElement("iframe");
   frame.setAttribute("sandbox", "allow-scripts");
@@ -46,27 +54,61 @@ function render({ model, el }) {
   window.addEventListener("message", onMessage);
   const onCustom = (msg) => {
     if (msg.type === "rpc" && frame.contentWindow) frame.contentWindow.postMessage(msg.message, "*");
-    if (msg.type === "dispose") { window.removeEventListener("message", onMessage); frame.remove(); }
+    if (msg.type === "dispose") {
+      window.removeEventListener("message", onMessage); unroute(); frame.remove(); if (holder) holder.remove();
+    }
   };
-  model.on("msg:custom", onCustom);
+  const key = model.get("key");
+  if (!routes.has(key)) routes.set(key, new Set());
+  routes.get(key).add(onCustom);
+  const unroute = () => {
+    const set = routes.get(key);
+    if (set) { set.delete(onCustom); if (!set.size) routes.delete(key); }
+  };
   const onHeight = () => { frame.style.height = model.get("height") + "px"; };
   model.on("change:height", onHeight);
-  return () => {
-    model.off("change:height", onHeight);
-    // Keep the page alive, hidden, until it has answered ui/resource-teardown (or 3 s passed).
-    // (moveBefore keeps a connected frame's page; a plain move would reload it.)
-    const holder = document.createElement("div");
+  // Keep the page alive, hidden, when JupyterLab takes the output away (a re-run clears it at
+  // once), until it has answered ui/resource-teardown or 10 s passed. An ancestor removing our
+  // branch first moves the frame aside: moveBefore keeps a connected frame's page, where a
+  // plain move or a removal would unload it. Only ancestors of this output are wrapped.
+  let holder = null;
+  const keep = (child) => {
+    if (holder || !child.contains(frame) || !frame.isConnected) return;
+    holder = document.createElement("div");
     holder.style.cssText = "position:absolute;left:-10000px;width:1px;height:1px;overflow:hidden";
     document.body.appendChild(holder);
-    const kept = frame.isConnected && typeof holder.moveBefore === "function";
-    if (kept) holder.moveBefore(frame, null);
-    model.send({ type: "removed", kept });
+    if (typeof holder.moveBefore === "function") holder.moveBefore(frame, null);
+  };
+  const guarded = [];
+  const guard = () => {
+    if (!el.isConnected) return requestAnimationFrame(guard);
+    for (let node = el; node && node !== document.body; node = node.parentNode) {
+      if (!node.__wbKeep) {
+        const keepers = new Set();
+        const removeChild = node.removeChild;
+        node.removeChild = function (child) {
+          for (const k of keepers) k(child);
+          return removeChild.call(this, child);
+        };
+        node.__wbKeep = keepers;
+      }
+      node.__wbKeep.add(keep);
+      guarded.push(node);
+    }
+  };
+  guard();
+  const unguard = () => { for (const node of guarded) node.__wbKeep.delete(keep); guarded.length = 0; };
+  return () => {
+    model.off("change:height", onHeight);
+    unguard();
+    model.send({ type: "removed", kept: !!holder && frame.isConnected });
     setTimeout(() => {
-      window.removeEventListener("message", onMessage); model.off("msg:custom", onCustom); holder.remove();
-    }, 3000);
+      window.removeEventListener("message", onMessage); unroute();
+      if (holder) holder.remove();
+    }, 10000);
   };
 }
-export default { render };
+export default { initialize, render };
 """
 
 _live: weakref.WeakSet[AppFrame] = weakref.WeakSet()
@@ -88,13 +130,16 @@ class AppFrame(anywidget.AnyWidget):
     border = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Int(360).tag(sync=True)
     theme = traitlets.Unicode("light").tag(sync=True)
+    key = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, view: AppView) -> None:
-        super().__init__(page=with_csp(view.html, view.csp), allow=view.allow, border=bool(view.load().prefers_border))
+        page = with_csp(view.html, view.csp)
+        super().__init__(page=page, allow=view.allow, border=bool(view.load().prefers_border), key=uuid.uuid4().hex)
         self.view = view
         self.notes = widgets.HTML("")
         self.on_msg(self._on_msg)
         self._unsubscribe = _on_close_of(self, view)
+        self.cell_id = _watch_rerun()
         _live.add(self)
 
     @traitlets.observe("theme")
@@ -177,6 +222,41 @@ def _on_close_of(frame: AppFrame, view: AppView) -> Any:
     return view.host.workbench.subscribe(on_event)
 
 
+def _watch_rerun() -> str | None:
+    """The id of the cell being run (JupyterLab sends it), with a hook that tears this cell's
+    frames down as the cell runs again: the front end has cleared the output by then, and the
+    page, kept hidden for a while, still answers."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:
+        parent = None
+    cell_id = ((parent or {}).get("metadata") or {}).get("cellId")
+    if cell_id is None or shell is None:
+        return None
+    events = shell.events
+    if _before_cell not in events.callbacks["pre_run_cell"]:
+        events.register("pre_run_cell", _before_cell)
+    return str(cell_id)
+
+
+def _before_cell(info: Any) -> None:
+    cell_id = getattr(info, "cell_id", None)
+    frames = list(_live)
+    for frame in frames:
+        if cell_id is not None and frame.cell_id == cell_id:
+            frame.teardown("the cell was run again")
+    if not any(not frame.view.torn_down for frame in frames):  # nothing left to watch
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and _before_cell in shell.events.callbacks["pre_run_cell"]:
+            shell.events.unregister("pre_run_cell", _before_cell)
+
+
 def _has_widget_front_end() -> bool:
     try:
         from IPython import get_ipython
@@ -190,8 +270,10 @@ def frame_bundle(view: AppView, bundle: dict[str, Any]) -> dict[str, Any]:
     """A result's MIME bundle with the app's widget (in a kernel), or with the line saying why not."""
     if not _has_widget_front_end():
         return bundle
+    if view.frame is not None:  # shown before: this display runs a page of its own
+        view = view.again()
     try:
-        frame = view.frame if isinstance(view.frame, AppFrame) else AppFrame(view)
+        frame = AppFrame(view)
     except AppError as exc:
         out = dict(bundle)
         out["text/plain"] = f"{bundle.get('text/plain', '')}\n{exc}"
