@@ -118,8 +118,15 @@ def test_primed_output_validators_still_check_results(monkeypatch: pytest.Monkey
             good = await client.call_tool("add", {"a": 1, "b": 2})
             assert good.structured_content == {"total": 3, "terms": [1, 2]}
             bad = types.CallToolResult(content=[], structured_content={"total": "three", "terms": []})
-            with pytest.raises(RuntimeError, match="Invalid structured content returned by tool add"):
+            with pytest.raises(RuntimeError, match="returned by tool add: 'three' is not of"):
                 await client.session.validate_tool_result("add", bad)
+            # a result that fits is decided by jsonschema-rs; one that does not by jsonschema's own errors
+            primed = client.session._tool_output_validators["add"]
+            assert isinstance(primed, schema.RsFirst)
+            assert list(primed.iter_errors({"total": 3, "terms": [1, 2]})) == []
+            assert [e.message for e in primed.iter_errors({"total": "three", "terms": []})] == [
+                e.message for e in primed.python.iter_errors({"total": "three", "terms": []})
+            ]
 
     anyio.run(main)
     assert sys.modules.get("jsonschema") is not None

@@ -60,8 +60,10 @@ class Upstream:
         self.capabilities: types.ClientCapabilities | None = context.client_capabilities
         version = context.protocol_version or ""
         self.modern = version >= "2026-07-28"
-        self.questions: asyncio.Queue[_Question] = asyncio.Queue()
+        self.questions: list[_Question] = []
+        """What a 2026-07-28 downstream asked and the client has not been sent yet (serve loop)."""
         self._sent: list[concurrent.futures.Future[None]] = []
+        self._waiter: asyncio.Future[None] | None = None
 
     # ---- what the upstream client declared ------------------------------------------------
     def offers(self, kind: str, *, url: bool = False) -> bool:
@@ -101,9 +103,29 @@ class Upstream:
     async def _request(self, request: Any, result_type: type[Any]) -> Any:
         if self.modern:
             answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            self.loop.call_soon_threadsafe(self.questions.put_nowait, (request, result_type, answer))
+            self.loop.call_soon_threadsafe(self._ask, (request, result_type, answer))
             return await asyncio.wrap_future(answer)
         return await self._on_serve_loop(self._send(request, result_type))
+
+    def _ask(self, question: _Question) -> None:
+        self.questions.append(question)
+        self._wake()
+
+    def _wake(self, *_: Any) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def asked_or(self, done: asyncio.Future[Any]) -> None:
+        """Return when the downstream has asked something or `done` is done (on the serve loop;
+        one future and a callback, where `asyncio.wait` on a queue's task costs a task a call)."""
+        if self.questions or done.done():
+            return
+        self._waiter = asyncio.get_running_loop().create_future()
+        done.add_done_callback(self._wake)
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     async def _send(self, request: Any, result_type: type[Any]) -> Any:
         from mcp.shared.message import ServerMessageMetadata
@@ -234,21 +256,17 @@ class Forwarder:
         return pending
 
     async def _wait(self, pending: PendingCall) -> Any:
-        done = asyncio.wrap_future(pending.call)
-        asking = asyncio.ensure_future(pending.upstream.questions.get())
+        done = pending.call.wrap()
+        upstream = pending.upstream
         try:
-            await asyncio.wait({done, asking}, return_when=asyncio.FIRST_COMPLETED)
+            await upstream.asked_or(done)
         except asyncio.CancelledError:
             pending.call.cancel()
-            asking.cancel()
             raise
         if done.done():
-            asking.cancel()
-            await pending.upstream.flush(pending.call.loop)
+            await upstream.flush(pending.call.loop)
             return done.result()
-        questions = [asking.result()]
-        while not pending.upstream.questions.empty():
-            questions.append(pending.upstream.questions.get_nowait())
+        questions, upstream.questions = upstream.questions, []
         for question in questions:
             pending.asked[f"q{secrets.token_hex(4)}"] = question
         state = secrets.token_urlsafe(16)

@@ -209,6 +209,27 @@ class Call(concurrent.futures.Future[T]):
         self._loop.call_soon_threadsafe(self._cancel_task)
         return True
 
+    def wrap(self) -> asyncio.Future[T]:
+        """An asyncio future of this call for the running loop. On the call's own loop it is set
+        as the call settles, without `asyncio.wrap_future`'s thread-safe hop (serve's hot path)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            return asyncio.wrap_future(self)
+        future: asyncio.Future[T] = loop.create_future()
+
+        def settled(call: concurrent.futures.Future[T]) -> None:
+            if future.done():
+                return
+            if call.cancelled():
+                future.cancel()
+            elif (error := call.exception()) is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(call.result())
+
+        self.add_done_callback(settled)  # called on the loop thread, where `_settle` runs
+        return future
+
     def _cancel_task(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -230,8 +251,11 @@ class LoopThread:
     _instance: ClassVar[LoopThread | None] = None
     _guard = threading.Lock()
 
+    loop_factory: ClassVar[Callable[[], asyncio.AbstractEventLoop]] = asyncio.new_event_loop
+    """What makes the loop (`serve` sets uvloop's where it is installed, before the thread starts)."""
+
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = LoopThread.loop_factory()
         self._started = threading.Event()
         self.thread = threading.Thread(target=self._main, name="workbench-loop", daemon=True)
         self.thread.start()
@@ -260,7 +284,10 @@ class LoopThread:
     def spawn(self, coro: Coroutine[Any, Any, T], channel: Channel | None = None) -> Call[T]:
         """Start `coro` as a task; the returned future settles only once the task has ended."""
         call: Call[T] = Call(self.loop)
-        self.loop.call_soon_threadsafe(call._start, coro, _context_with(channel))
+        if self.in_loop():
+            self.loop.call_soon(call._start, coro, _context_with(channel))
+        else:
+            self.loop.call_soon_threadsafe(call._start, coro, _context_with(channel))
         return call
 
     def ask(self, fn: Callable[[], T]) -> T:
@@ -334,7 +361,7 @@ class LoopThread:
                 current_channel.reset(token)
         call = self.spawn(coro, channel)
         try:
-            return await asyncio.wrap_future(call)
+            return await call.wrap()
         except asyncio.CancelledError:
             call.cancel()
             raise
