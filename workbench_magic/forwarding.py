@@ -37,7 +37,13 @@ PENDING_TTL = 600.0
 """Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
 
 _SETTLE_ROUNDS = 8
-"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up."""
+"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up when
+the call ran on another loop than the served request."""
+_SETTLE_ROUNDS_SAME_LOOP = 2
+"""The same, when both run on one loop (as `serve` runs them). A notification read before the
+response has its handler task queued ahead of the response's waiter, and reaches our callback
+within a turn or two (one more for a channel post); the result takes five turns and more to come
+back up to `flush` (session, connection, core, the call's task, its future). Two turns of margin."""
 
 _Question = tuple[Any, type[Any], "concurrent.futures.Future[Any]"]
 
@@ -155,7 +161,7 @@ class Upstream:
         notification after the response that followed it, so the call's loop first runs what
         it has queued."""
         if call_loop is asyncio.get_running_loop():
-            await _let_queued_callbacks_run()
+            await _let_queued_callbacks_run(_SETTLE_ROUNDS_SAME_LOOP)
         elif not call_loop.is_closed():
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
         sent, self._sent = self._sent, []
@@ -185,8 +191,8 @@ class Upstream:
             logger.debug("progress could not reach the upstream client: %s", exc)
 
 
-async def _let_queued_callbacks_run() -> None:
-    for _ in range(_SETTLE_ROUNDS):
+async def _let_queued_callbacks_run(rounds: int = _SETTLE_ROUNDS) -> None:
+    for _ in range(rounds):
         await asyncio.sleep(0)
 
 
