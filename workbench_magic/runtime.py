@@ -81,7 +81,10 @@ class Channel:
         return future
 
 
-def _pass_on(done: concurrent.futures.Future[Any], future: concurrent.futures.Future[Any]) -> None:
+def _pass_on(
+    done: concurrent.futures.Future[Any], future: concurrent.futures.Future[Any] | asyncio.Future[Any]
+) -> None:
+    """Settle `future` as `done` settled (an asyncio future only from its own loop's thread)."""
     if future.done():
         return
     if done.cancelled():
@@ -216,18 +219,7 @@ class Call(concurrent.futures.Future[T]):
         if loop is not self._loop:
             return asyncio.wrap_future(self)
         future: asyncio.Future[T] = loop.create_future()
-
-        def settled(call: concurrent.futures.Future[T]) -> None:
-            if future.done():
-                return
-            if call.cancelled():
-                future.cancel()
-            elif (error := call.exception()) is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(call.result())
-
-        self.add_done_callback(settled)  # called on the loop thread, where `_settle` runs
+        self.add_done_callback(lambda call: _pass_on(call, future))  # on the loop thread, where `_settle` runs
         return future
 
     def _cancel_task(self) -> None:
