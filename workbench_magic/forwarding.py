@@ -66,6 +66,8 @@ class Upstream:
         self.capabilities: types.ClientCapabilities | None = context.client_capabilities
         version = context.protocol_version or ""
         self.modern = version >= "2026-07-28"
+        self.quiet: bool = getattr(context, "quiet", False)
+        """Nothing but the result reaches this client (lane.py): log messages and progress are dropped."""
         self.questions: list[_Question] = []
         """What a 2026-07-28 downstream asked and the client has not been sent yet (serve loop)."""
         self._sent: list[concurrent.futures.Future[None]] = []
@@ -151,8 +153,16 @@ class Upstream:
             raise
 
     # ---- notifications, posted to the serve loop -------------------------------------------
+    @property
+    def asks(self) -> bool:
+        """Whether a downstream question can reach this client (one it declared, or a handshake-era
+        client's request); else each is refused, declined or answered with the workbench's roots."""
+        return not self.modern or any(self.offers(kind) for kind in ("sampling", "elicitation", "roots"))
+
     def log(self, params: Any) -> None:
         """A downstream log message, as the upstream request's log message (from the workbench loop)."""
+        if self.quiet:
+            return
         self._sent.append(asyncio.run_coroutine_threadsafe(self._log(params), self.loop))
 
     async def flush(self, call_loop: asyncio.AbstractEventLoop) -> None:
@@ -164,6 +174,8 @@ class Upstream:
             await _let_queued_callbacks_run(_SETTLE_ROUNDS_SAME_LOOP)
         elif not call_loop.is_closed():
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
+        if self.quiet:
+            return
         sent, self._sent = self._sent, []
         if sent:
             await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
@@ -182,6 +194,8 @@ class Upstream:
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The downstream call's progress, as the upstream request's (run on the serve loop)."""
+        if self.quiet:
+            return
         self._sent.append(asyncio.run_coroutine_threadsafe(self._progress(progress, total, message), self.loop))
 
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:

@@ -176,19 +176,24 @@ def parse_identifier(value: str | Mapping[str, Any] | ToolIdentifier) -> ToolIde
     if isinstance(value, str):
         return _parse_string(value)
     if isinstance(value, Mapping):
-        parts = _from_mapping(value)
-    else:
-        ident = getattr(value, "identifier", None)
-        if isinstance(ident, ToolIdentifier):
-            return ident
-        raise _wrong_type(value)
-    return ToolIdentifier(*parts)
+        return _checked(*_from_mapping(value))
+    ident = getattr(value, "identifier", None)
+    if isinstance(ident, ToolIdentifier):
+        return ident
+    raise _wrong_type(value)
 
 
 @functools.lru_cache(maxsize=1024)
 def _parse_string(value: str) -> ToolIdentifier:
     """Strings name the same few tools over and over (calls in a loop): parse each once."""
-    return ToolIdentifier(*_from_string(value))
+    return _checked(*_from_string(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked(toolbox: str, server: str, name: str) -> ToolIdentifier:
+    """The identifier of parts `_from_string` or `_from_mapping` has checked (served calls name the
+    same few tools over and over; pydantic's validation would check them twice more)."""
+    return ToolIdentifier.model_construct(toolbox=toolbox, server=server, name=name)
 
 
 def parse_target(value: str | None) -> tuple[str | None, str | None]:

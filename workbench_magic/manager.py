@@ -480,9 +480,12 @@ class Workbench(ServerFeatures, Configurable):
         *,
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
+        channel: Channel | None = None,
     ) -> ToolResult:
-        """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's loop."""
-        channel = None if self._loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=_widget_asker())
+        """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's
+        loop, or on `channel`'s when one is given (where the server's questions go too)."""
+        if channel is None and not self._loop.in_loop():
+            channel = LoopChannel(asyncio.get_running_loop(), asker=_widget_asker())
         try:
             return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
         except asyncio.CancelledError as exc:

@@ -30,7 +30,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 from workbench_magic import schema
 from workbench_magic.core import ToolsChanged
 from workbench_magic.errors import WorkbenchError
-from workbench_magic.forwarding import Forwarder, UpstreamChannel, advertise, no_upstream_sampling
+from workbench_magic.forwarding import Forwarder, Upstream, UpstreamChannel, advertise, no_upstream_sampling
 from workbench_magic.identifiers import parse_identifier
 from workbench_magic.manager import Workbench
 from workbench_magic.results import ToolInfo
@@ -216,7 +216,7 @@ class WorkbenchServer(MCPServer):
         MCPServer does not advertise it by itself (2026-07-28 clients subscribe instead)."""
         from mcp.server import NotificationOptions
 
-        lowlevel = self._lowlevel_server
+        lowlevel = self.lowlevel
         original = lowlevel.create_initialization_options
 
         def with_list_changed(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -240,6 +240,15 @@ class WorkbenchServer(MCPServer):
                 )
             )
         return tools
+
+    @property
+    def lowlevel(self) -> Any:
+        """The SDK's low-level server that `MCPServer` runs (the SDK has no public name for it)."""
+        return self._lowlevel_server
+
+    def lane_takes(self, name: str) -> bool:
+        """Whether serve's fast lane may answer a call of `name` (lane.py): `use_tool` and registered tools."""
+        return name == "use_tool" or name in self._dynamic
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         if name in META_TOOLS:
@@ -333,6 +342,16 @@ class WorkbenchServer(MCPServer):
 
         if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
             advertise(self.workbench, context, no_upstream_sampling)
+
+        if getattr(context, "request_state", None) is None:
+            loop = asyncio.get_running_loop()
+            upstream = Upstream(context, loop)
+            if not upstream.asks:  # nothing to answer an InputRequiredResult for: call in this task
+                channel = UpstreamChannel(upstream)
+                progress = None if upstream.quiet else upstream.progress
+                result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
+                await upstream.flush(loop)
+                return result.raw  # type: ignore[no-any-return]
 
         def start(channel: UpstreamChannel) -> Any:
             return self.workbench.submit(ident, arguments, progress=channel.upstream.progress, channel=channel)
@@ -490,7 +509,7 @@ def serve(
         if transport == "stdio":
             from workbench_magic.stdio_face import run_stdio
 
-            workbench.run_on_loop(run_stdio(server))
+            workbench.run_on_loop(run_stdio(server, lane=os.environ.get("WORKBENCH_LANE", "") != "off"))
         else:
             workbench.run_on_loop(httpface.serve_http(server, host, port, token))
     except KeyboardInterrupt:
