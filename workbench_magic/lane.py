@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -79,6 +79,7 @@ class Lane:
         self.server = server
         self.lowlevel = server.lowlevel
         self.write: Callable[[bytes], None] = _nowhere
+        self.drain: Callable[[], Awaitable[None]] = _nothing
         self.modern: bool | None = None
         """The connection's era, decided by its first request (which the SDK serves)."""
         self.served = 0
@@ -87,9 +88,10 @@ class Lane:
         self._names: Callable[[str], bool] = server.lane_takes
         self.open = self.lowlevel.cache_hints.get("tools/call") is None
 
-    def attach(self, write: Callable[[bytes], None]) -> None:
-        """`write` puts one encoded line on the wire (stdout)."""
+    def attach(self, write: Callable[[bytes], None], drain: Callable[[], Awaitable[None]]) -> None:
+        """`write` puts one encoded line on the wire (stdout); `drain` waits while it is full."""
         self.write = write
+        self.drain = drain
 
     @property
     def running(self) -> int:
@@ -102,10 +104,13 @@ class Lane:
             if self.modern is None:
                 self._decide_era(line)
             return False
-        if '"tools/call"' in line:
-            return self._call(line)
-        if '"notifications/cancelled"' in line:
-            return self._cancel(line)
+        try:
+            if '"tools/call"' in line:
+                return self._call(line)
+            if '"notifications/cancelled"' in line:
+                return self._cancel(line)
+        except Exception:  # the SDK serves what the lane stumbles on; the wire must go on
+            logger.exception("the fast lane could not take a line; the SDK serves it")
         return False
 
     def _decide_era(self, line: str) -> None:
@@ -151,6 +156,10 @@ class Lane:
             reply = {"error": _error_data(exc, name)}
         if self._calls.pop(request_id, None) is not None:
             self._send(request_id, reply)
+            try:
+                await self.drain()  # a client that stops reading holds the lane back, not memory
+            except (OSError, RuntimeError) as exc:
+                logger.debug("the client stopped reading: %s", exc)
 
     async def _run(self, request: LaneRequest, name: str, arguments: dict[str, Any] | None) -> Any:
         """The tool's answer; an unexpected failure is an error result (as `MCPServer` answers it)."""
@@ -218,6 +227,10 @@ class Lane:
 
 def _nowhere(data: bytes) -> None:
     raise RuntimeError("the lane has no wire yet")
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _loads(line: str) -> Any:

@@ -110,7 +110,7 @@ async def stdio_streams(lane: Lane | None = None, fds: tuple[int, int] | None = 
         stack.callback(write_transport.close)
         writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
         if lane is not None:
-            lane.attach(writer.write)
+            lane.attach(writer.write, writer.drain)
             stack.push_async_callback(lane.settle)
             stack.callback(lane.close)
         lines = _Lines(reader, lane.take if lane is not None else None)
