@@ -119,64 +119,25 @@ def proxy(quick: bool) -> dict[str, Any]:
                 if "open" in out:
                     got[method]["open"].append(out["open"])
                 got[method]["calls"] += out["calls"]
-    rows = [row(SECTION, "proxy/connect/direct", "direct: connect (spawn + handshake)", "s", got["direct"]["connect"])]
-    rows.append(
-        row(
-            SECTION,
-            "proxy/connect/serve",
-            "serve: connect",
-            "s",
-            got["serve"]["connect"],
-            baseline="proxy/connect/direct",
-            goals=[_goal("connect", "proxy/connect/direct")],
-        )
-    )
-    if "fastmcp" in got:
-        rows.append(
-            row(
-                SECTION,
-                "proxy/connect/fastmcp",
-                "FastMCP proxy: connect",
-                "s",
-                got["fastmcp"]["connect"],
-                baseline="proxy/connect/direct",
-            )
-        )
-    rows.append(
-        row(
-            SECTION,
-            "proxy/open/serve",
-            "serve: first open_toolbox",
-            "s",
-            got["serve"]["open"],
-            baseline="proxy/connect/direct",
-            goals=[_goal("open", "proxy/connect/direct")],
-        )
-    )
     ms = {m: [t * 1000 for t in v["calls"]] for m, v in got.items()}
-    rows.append(row(SECTION, "proxy/call/direct", "direct: read_graph", "ms", ms["direct"]))
-    rows.append(
-        row(
-            SECTION,
-            "proxy/call/serve",
-            "serve: use_tool read_graph",
-            "ms",
-            ms["serve"],
-            baseline="proxy/call/direct",
-            goals=[_goal("call", "proxy/call/direct")],
-        )
-    )
-    if "fastmcp" in ms:
-        rows.append(
-            row(
-                SECTION,
-                "proxy/call/fastmcp",
-                "FastMCP proxy: read_graph",
-                "ms",
-                ms["fastmcp"],
-                baseline="proxy/call/direct",
-            )
-        )
+    proxied = got.get("fastmcp")
+    # (key, label, unit, samples, the goal's step); connect and open compare with the direct connect
+    measured = [
+        ("connect/direct", "direct: connect (spawn + handshake)", "s", got["direct"]["connect"], None),
+        ("connect/serve", "serve: connect", "s", got["serve"]["connect"], "connect"),
+        ("connect/fastmcp", "FastMCP proxy: connect", "s", proxied["connect"] if proxied else None, None),
+        ("open/serve", "serve: first open_toolbox", "s", got["serve"]["open"], "open"),
+        ("call/direct", "direct: read_graph", "ms", ms["direct"], None),
+        ("call/serve", "serve: use_tool read_graph", "ms", ms["serve"], "call"),
+        ("call/fastmcp", "FastMCP proxy: read_graph", "ms", ms.get("fastmcp"), None),
+    ]
+    rows = []
+    for key, label, unit, samples, step in measured:
+        if samples is None:
+            continue
+        base = None if key.endswith("/direct") else "proxy/call/direct" if unit == "ms" else "proxy/connect/direct"
+        goals = [_goal(step, base)] if step is not None and base is not None else []
+        rows.append(row(SECTION, f"proxy/{key}", label, unit, samples, baseline=base, goals=goals))
     return {"rows": rows, "meta": {"rounds": rounds, "calls_last_round": calls, "methods": methods}}
 
 

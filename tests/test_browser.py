@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -70,6 +71,35 @@ class Lab:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path}?token={self.token}"
 
+    @contextlib.contextmanager
+    def notebook_page(self, name: str, *, height: int, failure: str) -> Iterator[Any]:
+        """A chromium page with notebook `name` open and its kernel idle; when the block fails, a
+        screenshot named `failure` in test-artifacts/."""
+        from playwright.sync_api import sync_playwright
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": height})
+            try:
+                self.open_notebook(page, name)
+                yield page
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / failure), full_page=True)
+                raise
+            finally:
+                browser.close()
+
+    def open_notebook(self, page: Any, name: str) -> None:
+        """Open `name` in `page` and wait until its kernel session is attached and idle (before
+        that, a cell cannot run)."""
+        page.goto(self.url(f"lab/tree/{name}"), timeout=120_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        page.wait_for_function(
+            "() => (document.querySelector('.jp-StatusBar-Widget')?.innerText || '').includes('| Idle')",
+            timeout=120_000,
+        )
+
     def _wait_ready(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -128,58 +158,42 @@ def choose(page: Any, selector: str, prefix: str, *, contains: bool = False) -> 
 
 
 def test_explorer_in_jupyterlab(lab: Lab) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(lab.url("lab/tree/explore.ipynb"), timeout=120_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-            # the kernel session must be attached and idle before the cell can run
-            page.wait_for_function(
-                "() => (document.querySelector('.jp-StatusBar-Widget')?.innerText || '').includes('| Idle')",
-                timeout=120_000,
-            )
-            page.click("text=Run >> nth=0")
-            page.click("text=Run All Cells")
+    with lab.notebook_page("explore.ipynb", height=1000, failure="explorer-failure.png") as page:
+        page.click("text=Run >> nth=0")
+        page.click("text=Run All Cells")
 
-            explorer = page.wait_for_selector(".wb-explorer", timeout=120_000)
-            assert explorer is not None
-            choose(page, ".wb-server-select select", "● datasets")
-            choose(page, ".wb-tool-select select", "query ")
-            # Forms of tools selected before (the first tool, chart, also has a dataset field)
-            # stay in the page, hidden: wait for query's own form (limit is only there), then
-            # fill the fields shown.
-            limit = page.locator(".wb-field-limit input >> visible=true")
-            limit.wait_for(timeout=30_000)
-            dataset = page.locator(".wb-field-dataset input >> visible=true")
-            assert dataset.count() == 1
-            dataset.fill("penguins")
-            dataset.press("Tab")
-            limit.fill("3")
-            limit.press("Tab")
-            expect(dataset).to_have_value("penguins")
-            page.click(".wb-call")
-            page.wait_for_function(
-                "() => (document.querySelector('.wb-result')?.innerText || '').includes('[ok')", timeout=60_000
-            )
-            result_text = page.inner_text(".wb-result")
-            page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
-            assert "demo/datasets/query [ok" in result_text
-            assert "Adelie" in result_text
-            assert "✓ structured content matches the output schema" in result_text
-            # the history tab lists the call
-            page.click(".wb-explorer .lm-TabBar-tab:has-text('History')")
-            history = page.inner_text(".wb-history")
-            assert "demo/datasets/query" in history and json.dumps({"dataset": "penguins", "limit": 3})[:20] in history
-            panes(page)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "explorer-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+        explorer = page.wait_for_selector(".wb-explorer", timeout=120_000)
+        assert explorer is not None
+        choose(page, ".wb-server-select select", "● datasets")
+        choose(page, ".wb-tool-select select", "query ")
+        # Forms of tools selected before (the first tool, chart, also has a dataset field)
+        # stay in the page, hidden: wait for query's own form (limit is only there), then
+        # fill the fields shown.
+        limit = page.locator(".wb-field-limit input >> visible=true")
+        limit.wait_for(timeout=30_000)
+        dataset = page.locator(".wb-field-dataset input >> visible=true")
+        assert dataset.count() == 1
+        dataset.fill("penguins")
+        dataset.press("Tab")
+        limit.fill("3")
+        limit.press("Tab")
+        expect(dataset).to_have_value("penguins")
+        page.click(".wb-call")
+        page.wait_for_function(
+            "() => (document.querySelector('.wb-result')?.innerText || '').includes('[ok')", timeout=60_000
+        )
+        result_text = page.inner_text(".wb-result")
+        page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+        assert "demo/datasets/query [ok" in result_text
+        assert "Adelie" in result_text
+        assert "✓ structured content matches the output schema" in result_text
+        # the history tab lists the call
+        page.click(".wb-explorer .lm-TabBar-tab:has-text('History')")
+        history = page.inner_text(".wb-history")
+        assert "demo/datasets/query" in history and json.dumps({"dataset": "penguins", "limit": 3})[:20] in history
+        panes(page)
 
 
 def wait_text(page: Any, selector: str, text: str, timeout: float = 60_000) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import nbformat
 import pytest
 from conftest import PYTHON, SERVERS, toolbox, write_config
-from test_browser import ARTIFACTS, CHROMIUM, FLAGS, Lab, _require_browser
+from test_browser import ARTIFACTS, Lab, _require_browser
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -68,85 +68,66 @@ def output_of(page: Any, index: int) -> Any:
 
 
 def test_app_in_jupyterlab(lab: Lab) -> None:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1400})
-        try:
-            page.goto(lab.url("lab/tree/apps.ipynb"), timeout=120_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-            page.wait_for_function(
-                "() => (document.querySelector('.jp-StatusBar-Widget')?.innerText || '').includes('| Idle')",
-                timeout=120_000,
-            )
-            run_cell(page, 0)
-            run_cell(page, 1)
-            frame_el = output_of(page, 1).locator("iframe.wb-app-frame")
-            frame_el.wait_for(timeout=120_000)
-            assert frame_el.get_attribute("sandbox") == "allow-scripts"  # never allow-same-origin
-            app = output_of(page, 1).frame_locator("iframe.wb-app-frame")
-            # the handshake: the page got the tool input and result, and our host context
-            app.locator("#result:has-text('\"total\":10')").wait_for(timeout=60_000)
-            assert json.loads(app.locator("#input").inner_text()) == {"start": 10}
-            assert app.locator("#theme").inner_text() == "light"
-            assert "host: workbench-magic" in app.locator("#log").inner_text()
-            # a click in the frame calls the app-only tool back; the page shows the answer
-            app.locator("#bump").click()
-            app.locator("#total:has-text('15')").wait_for(timeout=60_000)
-            # the model-only tool is refused to the app
-            app.locator("#secret").click()
-            app.locator("#log:has-text('secret refused')").wait_for(timeout=60_000)
-            # size-changed resizes the frame
-            before = frame_el.bounding_box()["height"]
-            app.locator("#grow").click()
-            page.wait_for_function(
-                "h => document.querySelector('iframe.wb-app-frame').getBoundingClientRect().height > h + 300",
-                arg=before,
-                timeout=30_000,
-            )
-            page.screenshot(path=str(ARTIFACTS / "app-counter.png"), full_page=True)
-            # the cell run again: its old view is torn down (answered from its hidden page), a new one starts
-            run_cell(page, 1)
-            app.locator("#result:has-text('\"total\":10')").wait_for(timeout=60_000)
-            # a page that tries to leave its frame finds nothing
-            run_cell(page, 2)
-            probe = output_of(page, 2).frame_locator("iframe.wb-app-frame")
-            probe.locator("#api:not(:has-text('?'))").wait_for(timeout=60_000)
-            assert probe.locator("#parent").inner_text() == "blocked"
-            assert probe.locator("#origin").inner_text() == "null"  # an opaque origin, not the notebook's
-            assert probe.locator("#cookie").inner_text() == "blocked"
-            assert probe.locator("#api").inner_text() == "blocked"
-            page.screenshot(path=str(ARTIFACTS / "app-probe.png"), full_page=True)
-            # closing the toolbox tears the views down: each page answers ui/resource-teardown, then goes
-            run_cell(page, 3)
-            page.wait_for_function(
-                "() => document.querySelectorAll('iframe.wb-app-frame').length === 0", timeout=60_000
-            )
-            run_cell(page, 4)
-            out = output_of(page, 4)
-            out.locator("text=METHODS").wait_for(timeout=60_000)
-            text = out.inner_text()
-            state = json.loads(text.split("STATE", 1)[1].splitlines()[0])
-            # initialized, teardown answered (the first on the re-run, the second on close), JupyterLab's theme
-            assert state == [[True, True, "light"], [True, True, "light"]], text
-            for method in ("tools/call", "-> ui/resource-teardown", "response", "ui/notifications/size-changed"):
-                assert f"'{method}'" in text, text
-            # the demo's chart: picking another column calls the app-only chart_points and redraws
-            run_cell(page, 5)
-            chart = output_of(page, 5).frame_locator("iframe.wb-app-frame")
-            chart.locator("#status:has-text('penguins: ')").wait_for(timeout=60_000)
-            chart.locator("#y").select_option("flipper_length_mm")
-            chart.locator("svg text:has-text('flipper_length_mm')").wait_for(timeout=60_000)
-            drawn = int(chart.locator("#status").inner_text().split(": ")[1].split()[0])
-            assert drawn > 50 and chart.locator("svg circle").count() == drawn
-            chart.locator("#note").click()
-            output_of(page, 5).locator("text=message from the app").wait_for(timeout=30_000)
-            assert "Look at flipper_length_mm against bill_length_mm" in output_of(page, 5).inner_text()
-            page.screenshot(path=str(ARTIFACTS / "app-chart.png"), full_page=True)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "app-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with lab.notebook_page("apps.ipynb", height=1400, failure="app-failure.png") as page:
+        run_cell(page, 0)
+        run_cell(page, 1)
+        frame_el = output_of(page, 1).locator("iframe.wb-app-frame")
+        frame_el.wait_for(timeout=120_000)
+        assert frame_el.get_attribute("sandbox") == "allow-scripts"  # never allow-same-origin
+        app = output_of(page, 1).frame_locator("iframe.wb-app-frame")
+        # the handshake: the page got the tool input and result, and our host context
+        app.locator("#result:has-text('\"total\":10')").wait_for(timeout=60_000)
+        assert json.loads(app.locator("#input").inner_text()) == {"start": 10}
+        assert app.locator("#theme").inner_text() == "light"
+        assert "host: workbench-magic" in app.locator("#log").inner_text()
+        # a click in the frame calls the app-only tool back; the page shows the answer
+        app.locator("#bump").click()
+        app.locator("#total:has-text('15')").wait_for(timeout=60_000)
+        # the model-only tool is refused to the app
+        app.locator("#secret").click()
+        app.locator("#log:has-text('secret refused')").wait_for(timeout=60_000)
+        # size-changed resizes the frame
+        before = frame_el.bounding_box()["height"]
+        app.locator("#grow").click()
+        page.wait_for_function(
+            "h => document.querySelector('iframe.wb-app-frame').getBoundingClientRect().height > h + 300",
+            arg=before,
+            timeout=30_000,
+        )
+        page.screenshot(path=str(ARTIFACTS / "app-counter.png"), full_page=True)
+        # the cell run again: its old view is torn down (answered from its hidden page), a new one starts
+        run_cell(page, 1)
+        app.locator("#result:has-text('\"total\":10')").wait_for(timeout=60_000)
+        # a page that tries to leave its frame finds nothing
+        run_cell(page, 2)
+        probe = output_of(page, 2).frame_locator("iframe.wb-app-frame")
+        probe.locator("#api:not(:has-text('?'))").wait_for(timeout=60_000)
+        assert probe.locator("#parent").inner_text() == "blocked"
+        assert probe.locator("#origin").inner_text() == "null"  # an opaque origin, not the notebook's
+        assert probe.locator("#cookie").inner_text() == "blocked"
+        assert probe.locator("#api").inner_text() == "blocked"
+        page.screenshot(path=str(ARTIFACTS / "app-probe.png"), full_page=True)
+        # closing the toolbox tears the views down: each page answers ui/resource-teardown, then goes
+        run_cell(page, 3)
+        page.wait_for_function("() => document.querySelectorAll('iframe.wb-app-frame').length === 0", timeout=60_000)
+        run_cell(page, 4)
+        out = output_of(page, 4)
+        out.locator("text=METHODS").wait_for(timeout=60_000)
+        text = out.inner_text()
+        state = json.loads(text.split("STATE", 1)[1].splitlines()[0])
+        # initialized, teardown answered (the first on the re-run, the second on close), JupyterLab's theme
+        assert state == [[True, True, "light"], [True, True, "light"]], text
+        for method in ("tools/call", "-> ui/resource-teardown", "response", "ui/notifications/size-changed"):
+            assert f"'{method}'" in text, text
+        # the demo's chart: picking another column calls the app-only chart_points and redraws
+        run_cell(page, 5)
+        chart = output_of(page, 5).frame_locator("iframe.wb-app-frame")
+        chart.locator("#status:has-text('penguins: ')").wait_for(timeout=60_000)
+        chart.locator("#y").select_option("flipper_length_mm")
+        chart.locator("svg text:has-text('flipper_length_mm')").wait_for(timeout=60_000)
+        drawn = int(chart.locator("#status").inner_text().split(": ")[1].split()[0])
+        assert drawn > 50 and chart.locator("svg circle").count() == drawn
+        chart.locator("#note").click()
+        output_of(page, 5).locator("text=message from the app").wait_for(timeout=30_000)
+        assert "Look at flipper_length_mm against bill_length_mm" in output_of(page, 5).inner_text()
+        page.screenshot(path=str(ARTIFACTS / "app-chart.png"), full_page=True)

@@ -10,6 +10,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,19 +65,34 @@ def record_session(wb: Workbench, path: Path, http: bool = True) -> dict[str, An
     return out
 
 
-def test_record_then_replay_with_the_servers_gone(
+@dataclass
+class Recorded:
+    """A session recorded live (`record_session`) against the stdio test server and an HTTP one."""
+
+    wb: Workbench
+    live: dict[str, Any]
+    cassette: Path
+    web: HttpServer
+
+
+@pytest.fixture
+def recorded(
     make_workbench: Callable[..., Workbench],
     http_server: Callable[..., HttpServer],
     secret_env: None,
     tmp_path: Path,
-) -> None:
+) -> Recorded:
     web = http_server("http")
     cassette = tmp_path / "session.json"
-    live_wb = make_workbench(live_config(web.url))
-    live = record_session(live_wb, cassette)
-    protocol = live_wb.status()["t"]["s"].protocol
-    live_wb.close_all()
-    web.stop()
+    wb = make_workbench(live_config(web.url))
+    return Recorded(wb, record_session(wb, cassette), cassette, web)
+
+
+def test_record_then_replay_with_the_servers_gone(make_workbench: Callable[..., Workbench], recorded: Recorded) -> None:
+    live, cassette = recorded.live, recorded.cassette
+    protocol = recorded.wb.status()["t"]["s"].protocol
+    recorded.wb.close_all()
+    recorded.web.stop()
     before = children()
 
     wb = make_workbench(gone_config(), replay=cassette)
@@ -112,16 +128,8 @@ def test_record_then_replay_with_the_servers_gone(
     assert children() == before  # no server process started
 
 
-def test_the_cassette_is_readable_json_without_secrets(
-    make_workbench: Callable[..., Workbench],
-    http_server: Callable[..., HttpServer],
-    secret_env: None,
-    tmp_path: Path,
-) -> None:
-    web = http_server("http")
-    cassette = tmp_path / "session.json"
-    wb = make_workbench(live_config(web.url))
-    live = record_session(wb, cassette)
+def test_the_cassette_is_readable_json_without_secrets(recorded: Recorded) -> None:
+    live, cassette = recorded.live, recorded.cassette
     assert live["env"].text == SECRET_ENV and live["echo_secret"].text == SECRET_ENV  # the servers saw them
     text = cassette.read_text()
     for secret in (SECRET_ENV, SECRET_LITERAL, SECRET_HEADER):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -50,16 +51,26 @@ def serve(config: Path, *extra: str, env: dict[str, str] | None = None) -> subpr
     )
 
 
-@pytest.fixture
-def served(config: Path) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+Served = subprocess.Popen[str]
+
+
+@contextlib.contextmanager
+def running(config: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[tuple[int, Served]]:
+    """`serve` over HTTP on a free port, once it listens; stopped by SIGTERM at the end (exit 0)."""
     port = free_port()
-    proc = serve(config, "--port", str(port), "--token", TOKEN)
+    proc = serve(config, "--port", str(port), *extra, env=env)
     try:
         wait_listening(port, proc)
         yield port, proc
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+
+
+@pytest.fixture
+def served(config: Path) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    with running(config, "--token", TOKEN) as started:
+        yield started
 
 
 def wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
@@ -117,15 +128,9 @@ def test_dns_rebinding_checks_stay_on_behind_the_token(served: tuple[int, subpro
 
 
 def test_the_token_comes_from_the_environment(config: Path) -> None:
-    port = free_port()
-    proc = serve(config, "--port", str(port), env={TOKEN_ENV: TOKEN})
-    try:
-        wait_listening(port, proc)
+    with running(config, env={TOKEN_ENV: TOKEN}) as (port, _):
         assert post(port, {}).status_code == 401
         assert asyncio.run(use_tool(port, TOKEN)) == "in-prod"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
 
 
 def test_non_loopback_bind_without_a_token_refuses_in_one_line(config: Path) -> None:
@@ -139,15 +144,9 @@ def test_non_loopback_bind_without_a_token_refuses_in_one_line(config: Path) -> 
 
 
 def test_non_loopback_bind_with_a_token_starts_and_warns(config: Path) -> None:
-    port = free_port()
-    proc = serve(config, "--host", "0.0.0.0", "--port", str(port), "--token", TOKEN)
-    assert proc.stderr is not None
-    first_lines = [proc.stderr.readline() for _ in range(2)]
-    try:
-        wait_listening(port, proc)
+    with running(config, "--host", "0.0.0.0", "--token", TOKEN) as (port, proc):
         assert post(port, {}).status_code == 401
         assert asyncio.run(use_tool(port, TOKEN)) == "in-prod"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        assert proc.stderr is not None
+        first_lines = [proc.stderr.readline() for _ in range(2)]
     assert any("reachable from other machines" in line for line in first_lines), first_lines
