@@ -43,7 +43,7 @@ from workbench_magic.errors import (
     WorkbenchError,
 )
 from workbench_magic.identifiers import FIELDS, ToolIdentifier, parse_identifier, parse_target
-from workbench_magic.magics import parse_body, parse_pairs, substitute
+from workbench_magic.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.results import ToolInfo
 
 # While shrinking a failure, hypothesis describes the nested config strategies (hundreds of kB).

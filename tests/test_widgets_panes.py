@@ -19,7 +19,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
 from workbench_magic.errors import WorkbenchError
-from workbench_magic.magics import parse_pairs, substitute
+from workbench_magic.cellargs import parse_pairs, substitute
 from workbench_magic.widgets.log_pane import LogPane
 from workbench_magic.widgets.pane import Pane
 from workbench_magic.widgets.prompt_pane import PromptPane
@@ -429,7 +429,7 @@ def test_close_leaves_no_widgets_and_ends_the_subscription(wb: Workbench) -> Non
 # ---- in a real kernel ---------------------------------------------------------------------------
 KERNEL_SETUP = """
 from workbench_magic import Workbench
-from workbench_magic.magics import parse_pairs, substitute
+from workbench_magic.cellargs import parse_pairs, substitute
 from workbench_magic.widgets.resource_pane import ResourcePane, magic_pair
 wb = Workbench.shared()
 wb.open("c")

@@ -6,6 +6,8 @@ Every error a user can cause is a `WorkbenchError` subclass with a short, one-li
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 
 def leaf_exception(exc: BaseException) -> BaseException:
     """The first leaf of an exception group (ipykernel hangs on groups in a chain)."""
@@ -27,6 +29,14 @@ def first_line(exc: BaseException) -> str:
     """The first line of a foreign exception's message, without CPython's advice after a `;`."""
     text = str(exc).strip().split(";")[0]
     return (text.splitlines() or [type(exc).__name__])[0]
+
+
+def raise_alone(exc: BaseException) -> NoReturn:
+    """Raise `exc` without a chain: ipykernel hangs on exception groups in a chain, and a user
+    needs one line, not the error it replaced."""
+    exc.__context__ = None
+    exc.__cause__ = None
+    raise exc
 
 
 class WorkbenchError(Exception):

@@ -8,17 +8,14 @@ as a traceback through our internals.
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import re
 import shlex
-from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from IPython.core.completer import SimpleCompletion, context_matcher
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from workbench_magic.errors import UsageError, WorkbenchError, first_line
+from workbench_magic.cellargs import parse_body, parse_pairs, substitute
+from workbench_magic.errors import UsageError, WorkbenchError, raise_alone
 
 if TYPE_CHECKING:
     from IPython.core.completer import CompletionContext
@@ -94,15 +91,6 @@ The cell's value is the ToolResult; -o NAME also stores it in NAME. When the too
 error, the result is shown and ToolError is raised (--no-raise, or
 %config Workbench.raise_on_error = False, to go on)."""
 
-_VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
-
-
-def _fail(exc: WorkbenchError) -> NoReturn:
-    """Raise without a chain: ipykernel hangs on exception groups in a chain, and users need one line."""
-    exc.__context__ = None
-    exc.__cause__ = None
-    raise exc
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports mistakes as one-line `UsageError`s instead of exiting."""
@@ -112,14 +100,14 @@ class _Parser(argparse.ArgumentParser):
         self.hint = hint
 
     def error(self, message: str) -> NoReturn:
-        _fail(UsageError(f"{self.prog}: {message}. {self.hint}"))
+        raise_alone(UsageError(f"{self.prog}: {message}. {self.hint}"))
 
     def parse(self, argv: list[str]) -> argparse.Namespace:
         try:
             return self.parse_args(argv)
         except argparse.ArgumentError as exc:
             message = str(exc)
-        _fail(UsageError(f"{self.prog}: {message}. {self.hint}"))
+        raise_alone(UsageError(f"{self.prog}: {message}. {self.hint}"))
 
 
 def _split(line: str) -> list[str]:
@@ -127,128 +115,7 @@ def _split(line: str) -> list[str]:
         return shlex.split(line, posix=True)
     except ValueError as exc:
         message = str(exc)
-    _fail(UsageError(f"Cannot parse the magic's arguments: {message}"))
-
-
-# ---- argument values ------------------------------------------------------------------
-def to_json_value(value: Any, name: str) -> Any:
-    """A Python object as JSON types (numpy/pandas values, dates, sets, models included)."""
-    if value is None or isinstance(value, bool | str | int):
-        return value
-    if isinstance(value, type):  # e.g. `$date` after `from datetime import date`
-        _fail(UsageError(f"${name} is the class {value.__name__}, not a value that can be sent as a JSON argument"))
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, Mapping):
-        return {str(k): to_json_value(v, name) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_json_value(v, name) for v in value]
-    module = type(value).__module__.split(".")[0]
-    if module == "pandas":
-        if hasattr(value, "to_dict") and hasattr(value, "columns"):
-            return to_json_value(value.to_dict(orient="records"), name)
-        if hasattr(value, "tolist"):
-            return to_json_value(value.tolist(), name)
-        if hasattr(value, "isoformat"):
-            return value.isoformat()
-        if type(value).__name__ in ("NAType", "NaTType"):
-            return None
-    if module == "numpy":
-        if hasattr(value, "tolist"):
-            return to_json_value(value.tolist(), name)
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if type(value).__name__ == "Decimal":
-        return None if value.is_nan() else float(value)
-    if type(value).__name__.endswith("Path"):
-        return str(value)
-    _fail(UsageError(f"${name} is a {type(value).__name__}, which cannot be sent as a JSON argument"))
-
-
-def substitute(value: Any, namespace: Mapping[str, Any]) -> Any:
-    """Replace every whole-value `$name` with the JSON form of `namespace[name]`; `$$x` -> `$x`."""
-    if isinstance(value, str):
-        if value.startswith("$$"):
-            return value[1:]
-        match = _VARIABLE.match(value)
-        if match is None:
-            return value
-        name = match.group(1)
-        if name not in namespace:
-            _fail(UsageError(f"Unknown variable ${name}: define {name} in the notebook first (or write $${name})"))
-        try:
-            return to_json_value(namespace[name], name)
-        except UsageError:
-            raise
-        except RecursionError:
-            problem = "is nested too deeply (or contains itself)"
-        except (ValueError, TypeError) as exc:
-            problem = f"cannot be converted: {first_line(exc)}"
-        _fail(UsageError(f"${name} {problem}, so it cannot be sent as a JSON argument"))
-    if isinstance(value, dict):
-        return {k: substitute(v, namespace) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v, namespace) for v in value]
-    return value
-
-
-def parse_body(body: str) -> dict[str, Any]:
-    """The `%%use_tool` body: a YAML or JSON mapping (empty = no arguments)."""
-    if not body.strip():
-        return {}
-    problem: str | None = None
-    data: Any = None
-    if body.lstrip().startswith("{"):
-        try:
-            data = json.loads(body)
-        except json.JSONDecodeError as exc:
-            problem = f"Invalid JSON in the %%use_tool body, line {exc.lineno} column {exc.colno}: {exc.msg}"
-        except RecursionError:
-            problem = "Invalid JSON in the %%use_tool body: nested too deeply"
-        except ValueError as exc:  # e.g. a number with more digits than Python converts
-            problem = f"Invalid JSON in the %%use_tool body: {first_line(exc)}"
-    else:
-        import yaml
-
-        try:
-            data = yaml.safe_load(body)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-            detail = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            problem = f"Invalid YAML in the %%use_tool body{where}: {detail}"
-        except RecursionError:
-            problem = "Invalid YAML in the %%use_tool body: nested too deeply"
-        except (ValueError, TypeError) as exc:  # a value the loader cannot build, e.g. `2024-02-30`
-            problem = f"Invalid YAML in the %%use_tool body: {first_line(exc)}"
-    if problem is not None:
-        _fail(UsageError(problem))
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        _fail(
-            UsageError(
-                "The %%use_tool body must be a mapping of argument names to values (YAML or JSON), "
-                f"not a {type(data).__name__}"
-            )
-        )
-    return {str(k): v for k, v in data.items()}
-
-
-def parse_pairs(pairs: Iterable[str]) -> dict[str, Any]:
-    """`key=value` words of `%use_tool`: values parse as JSON when they do, else stay strings."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            _fail(UsageError(f"Expected key=value, got {pair!r}. See %workbench help use_tool"))
-        try:
-            out[key] = json.loads(raw)
-        except (ValueError, RecursionError):
-            out[key] = raw
-    return out
+    raise_alone(UsageError(f"Cannot parse the magic's arguments: {message}"))
 
 
 # ---- the magics -----------------------------------------------------------------------
@@ -280,7 +147,7 @@ class WorkbenchMagics(Magics):
 
             close = difflib.get_close_matches(sub, SUBCOMMANDS, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            _fail(UsageError(f"Unknown subcommand '{sub}'.{hint} Subcommands: {', '.join(SUBCOMMANDS)}"))
+            raise_alone(UsageError(f"Unknown subcommand '{sub}'.{hint} Subcommands: {', '.join(SUBCOMMANDS)}"))
         return handler(args)
 
     def _parser(self, sub: str) -> _Parser:
@@ -302,7 +169,7 @@ class WorkbenchMagics(Magics):
             return TextView(USE_TOOL_HELP)
         if ns.subcommand:
             if ns.subcommand not in SUBCOMMANDS:
-                _fail(UsageError(f"No help for '{ns.subcommand}'. Subcommands: {', '.join(SUBCOMMANDS)}"))
+                raise_alone(UsageError(f"No help for '{ns.subcommand}'. Subcommands: {', '.join(SUBCOMMANDS)}"))
             usage, text = SUBCOMMANDS[ns.subcommand]
             return TextView(f"{usage}\n\n{text}")
         width = max(len(u) for u, _ in SUBCOMMANDS.values())
@@ -342,7 +209,7 @@ class WorkbenchMagics(Magics):
         ns = p.parse(args)
         namespace = self.shell.user_ns if self.shell is not None else {}
         if ns.variable not in namespace:
-            _fail(UsageError(f"Name '{ns.variable}' is not defined. Define the server in a cell first"))
+            raise_alone(UsageError(f"Name '{ns.variable}' is not defined. Define the server in a cell first"))
         from workbench_magic.widgets import ExploredToolbox
 
         self.workbench.add_server(ns.target, namespace[ns.variable])
@@ -354,7 +221,7 @@ class WorkbenchMagics(Magics):
         p.add_argument("--all", action="store_true")
         ns = p.parse(args)
         if ns.all == bool(ns.toolboxes):
-            _fail(UsageError("%workbench close: name toolboxes to close, or --all. See %workbench help close"))
+            raise_alone(UsageError("%workbench close: name toolboxes to close, or --all. See %workbench help close"))
         if ns.all:
             self.workbench.close_all()
         for name in ns.toolboxes:
@@ -489,9 +356,9 @@ class WorkbenchMagics(Magics):
         p.add_argument("--no-raise", dest="no_raise", action="store_true")
         ns = p.parse(_split(line))
         if cell is not None and ns.pairs:
-            _fail(UsageError("%%use_tool takes its arguments from the cell body, not key=value words"))
+            raise_alone(UsageError("%%use_tool takes its arguments from the cell body, not key=value words"))
         if ns.output is not None and not ns.output.isidentifier():
-            _fail(UsageError(f"-o needs a Python variable name, got {ns.output!r}"))
+            raise_alone(UsageError(f"-o needs a Python variable name, got {ns.output!r}"))
         raw = parse_body(cell) if cell is not None else parse_pairs(ns.pairs)
         namespace = self.shell.user_ns if self.shell is not None else {}
         arguments = substitute(raw, namespace)
@@ -502,7 +369,7 @@ class WorkbenchMagics(Magics):
             from IPython.display import display
 
             display(result)
-            _fail(result.to_error())
+            raise_alone(result.to_error())
         return result
 
     def _call_with_progress(self, tool: str, arguments: dict[str, Any], timeout: float | None) -> ToolResult:
