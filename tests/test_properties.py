@@ -35,6 +35,7 @@ from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, Workbench
+from workbench_magic.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.config import _SERVER_KEYS, _TOOLBOX_KEYS, _TOP_KEYS, WorkbenchConfig, load_config, parse_config
 from workbench_magic.errors import (
     ConfigError,
@@ -43,7 +44,6 @@ from workbench_magic.errors import (
     WorkbenchError,
 )
 from workbench_magic.identifiers import FIELDS, ToolIdentifier, parse_identifier, parse_target
-from workbench_magic.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.results import ToolInfo
 
 # While shrinking a failure, hypothesis describes the nested config strategies (hundreds of kB).

@@ -18,8 +18,8 @@ from conftest import SERVERS, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
-from workbench_magic.errors import WorkbenchError
 from workbench_magic.cellargs import parse_pairs, substitute
+from workbench_magic.errors import WorkbenchError
 from workbench_magic.widgets.log_pane import LogPane
 from workbench_magic.widgets.pane import Pane
 from workbench_magic.widgets.prompt_pane import PromptPane
