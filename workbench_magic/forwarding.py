@@ -169,13 +169,13 @@ class Upstream:
         """Wait until the downstream's notifications are out: they must precede the call's result
         (over HTTP the request's stream closes with it). The SDK may hand the workbench a
         notification after the response that followed it, so the call's loop first runs what
-        it has queued."""
+        it has queued. A quiet client is sent nothing: no wait."""
+        if self.quiet:
+            return
         if call_loop is asyncio.get_running_loop():
             await _let_queued_callbacks_run(_SETTLE_ROUNDS_SAME_LOOP)
         elif not call_loop.is_closed():
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
-        if self.quiet:
-            return
         sent, self._sent = self._sent, []
         if sent:
             await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
@@ -239,16 +239,18 @@ class Forwarder:
         """2026-07-28 calls waiting for their client's retry."""
         return len(self._pending)
 
-    async def run(self, context: Any, start: Callable[[UpstreamChannel], Call[Any]]) -> Any:
+    async def run(
+        self, context: Any, start: Callable[[UpstreamChannel], Call[Any]], upstream: Upstream | None = None
+    ) -> Any:
         """The call's result, or an `InputRequiredResult` while the downstream waits on the client.
 
         `start(channel)` starts the call on the workbench loop; a retry that names a pending
-        call (its `request_state`) resumes that one instead.
+        call (its `request_state`) resumes that one instead. `upstream`: the request's, when the
+        caller has made it already.
         """
-        loop = asyncio.get_running_loop()
         pending = self._resume(context)
         if pending is None:
-            upstream = Upstream(context, loop)
+            upstream = upstream or Upstream(context, asyncio.get_running_loop())
             pending = PendingCall(upstream, start(UpstreamChannel(upstream)))
         return await self._wait(pending)
 

@@ -50,7 +50,8 @@ class LaneRequest:
     request_state = None
     input_responses = None
     quiet = True
-    """No progress token, no log level: nothing but the result goes back (forwarding.py)."""
+    """No progress token, no log level: nothing but the result goes back, so the forwarder never
+    reports progress or sends log messages through this request (forwarding.py)."""
 
     def __init__(self, request_id: int | str, version: str, capabilities: types.ClientCapabilities) -> None:
         self.request_id = request_id
@@ -64,12 +65,6 @@ class LaneRequest:
     @property
     def session(self) -> LaneRequest:
         return self
-
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """No progress token came with the request: nothing to report (as the SDK)."""
-
-    async def send_log_message(self, **_: Any) -> None:
-        """The request did not opt in to log messages: dropped (as the SDK on 2026-07-28)."""
 
 
 class Lane:

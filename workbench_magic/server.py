@@ -343,6 +343,7 @@ class WorkbenchServer(MCPServer):
         if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
             advertise(self.workbench, context, no_upstream_sampling)
 
+        upstream = None
         if getattr(context, "request_state", None) is None:
             loop = asyncio.get_running_loop()
             upstream = Upstream(context, loop)
@@ -356,7 +357,7 @@ class WorkbenchServer(MCPServer):
         def start(channel: UpstreamChannel) -> Any:
             return self.workbench.submit(ident, arguments, progress=channel.upstream.progress, channel=channel)
 
-        answer = await self._forwarder.run(context, start)
+        answer = await self._forwarder.run(context, start, upstream)
         return answer if isinstance(answer, types.InputRequiredResult) else answer.raw  # type: ignore[no-any-return]
 
     # ---- dynamic mode -------------------------------------------------------------------

@@ -12,6 +12,7 @@ import html
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +38,7 @@ __all__ = [
     "json_type",
     "make_field",
     "normalize",
+    "values_of",
 ]
 
 LABEL_WIDTH = "170px"
@@ -744,12 +746,7 @@ class ObjectField(Field):
     def _get(self) -> Any:
         if self.can_unset and self.untouched():
             return self._empty()
-        values = {}
-        for name, field in self.fields.items():
-            value = field.get()
-            if value is not UNSET:
-                values[name] = value
-        return values
+        return values_of(self.fields)
 
     def _set(self, value: Any) -> None:
         if not isinstance(value, dict):
@@ -864,6 +861,16 @@ def _field_class(spec: dict[str, Any], depth: int, context: FieldContext) -> typ
     if kind == "object" and isinstance(spec.get("properties"), dict) and spec["properties"]:
         return ObjectField if depth < context.max_depth else JsonField
     return JsonField
+
+
+def values_of(fields: Mapping[str, Field]) -> dict[str, Any]:
+    """The values of `fields` by name; fields left unset are omitted."""
+    values = {}
+    for name, field in fields.items():
+        value = field.get()
+        if value is not UNSET:
+            values[name] = value
+    return values
 
 
 def make_field(

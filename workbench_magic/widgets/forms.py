@@ -30,6 +30,7 @@ from workbench_magic.widgets.fields import (
     json_type,
     make_field,
     normalize,
+    values_of,
 )
 
 __all__ = [
@@ -137,12 +138,7 @@ class SchemaForm:
         return self._form_value()
 
     def _form_value(self) -> dict[str, Any]:
-        values = {}
-        for name, field in self.fields.items():
-            value = field.get()
-            if value is not UNSET:
-                values[name] = value
-        return values
+        return values_of(self.fields)
 
     def _json_value(self) -> dict[str, Any]:
         text = self.json_text.value.strip()
