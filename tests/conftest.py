@@ -43,6 +43,16 @@ def children(pid: int | None = None) -> set[int]:
     return out
 
 
+def wait_until(condition: Callable[[], bool], limit: float) -> bool:
+    """Poll `condition` until it holds (True) or `limit` seconds pass (False)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def stdio_server(*extra: str, **config: Any) -> dict[str, Any]:
     """Config of our test server over stdio."""
     return {"command": PYTHON, "args": [str(TESTSERVER), *extra], **config}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -160,8 +161,6 @@ def test_server_everything_url_elicitation_error_path(make_workbench) -> None:
 
 @pytest.mark.parametrize(("server", "protocol"), ERAS)
 def test_roots_default_config_and_set_roots(make_workbench, tmp_path, server: str, protocol: str) -> None:
-    import pathlib
-
     flag = ("--legacy",) if server == "csl" else ()
     servers = {
         server: clientserver(*flag),
@@ -170,9 +169,8 @@ def test_roots_default_config_and_set_roots(make_workbench, tmp_path, server: st
     }
     wb = make_workbench({"toolboxes": {"t": toolbox(servers)}})
     wb.open("t")
-    assert wb.call(f"t/{server}/my_roots").data["roots"] == [
-        {"uri": pathlib.Path.cwd().resolve().as_uri(), "name": pathlib.Path.cwd().name}
-    ]
+    assert wb.roots == []
+    assert wb.call(f"t/{server}/my_roots").data["roots"] == []  # declared, none offered until set
     assert [r["uri"] for r in wb.call("t/fixed/my_roots").data["roots"]] == [tmp_path.as_uri(), "file:///data"]
     with pytest.raises(ToolError, match="did not declare the roots capability"):
         wb.call("t/none/my_roots")  # "roots": false: no roots capability, the server cannot ask
@@ -185,6 +183,57 @@ def test_roots_default_config_and_set_roots(make_workbench, tmp_path, server: st
     assert [r["uri"] for r in wb.call(f"t/{server}/my_roots").data["roots"]] == [(tmp_path / "a").as_uri()]
     wb.set_roots(f"t/{server}", None)
     assert [r["uri"] for r in wb.call(f"t/{server}/my_roots").data["roots"]] == [(tmp_path / "b").as_uri()]
+
+
+def _wait_for_line(wb: Workbench, target: str, *lines: str, count: int = 1, limit: float = 20.0) -> str:
+    """Poll the server's log (its stderr) until one of `lines` is in it `count` times; that line."""
+    deadline = time.monotonic() + limit
+    while True:
+        log = wb.logs(target)
+        found = [line for line in lines if log.count(line) >= count]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"none of {lines} in the log of {target}:\n{log}"
+        time.sleep(0.05)
+
+
+FS_TOLD = "Updated allowed directories from MCP roots"  # server-filesystem took the roots it was given
+FS_KEPT = "No valid root directories provided by client"  # it was given none: it keeps its arguments
+
+
+def test_default_roots_leave_a_servers_configured_directory_alone(make_workbench, tmp_path) -> None:
+    """server-filesystem serves the client's roots instead of its arguments whenever it is given any:
+    with no roots set, it is given none and serves the directory on its command line."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "notes.txt").write_text("from the configured directory")
+    wb = make_workbench({"toolboxes": {"t": toolbox({"fs": npm_server("filesystem", str(tmp_path / "project"))})}})
+    wb.open("t")
+    heard = _wait_for_line(wb, "t/fs", FS_TOLD, FS_KEPT)  # it asks for roots once initialized
+    read = wb.call("t/fs/read_text_file", {"path": str(tmp_path / "project" / "notes.txt")})
+    assert (read.is_error, read.text) == (False, "from the configured directory")
+    assert heard == FS_KEPT
+    assert [r.answer for r in wb.history if r.kind == "roots"] == [[]]
+
+
+@pytest.mark.parametrize("how", ["wb.roots", "config", "set_roots"])
+def test_roots_once_set_replace_a_servers_configured_directory(make_workbench, tmp_path, how: str) -> None:
+    """Roots set on the workbench, in the server's config or with `set_roots` are what it serves."""
+    for name in ("project", "elsewhere"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "notes.txt").write_text(f"from {name}")
+    elsewhere = str(tmp_path / "elsewhere")
+    fs = npm_server("filesystem", str(tmp_path / "project"), **({"roots": [elsewhere]} if how == "config" else {}))
+    wb = make_workbench(
+        {"toolboxes": {"t": toolbox({"fs": fs})}}, **({"roots": [elsewhere]} if how == "wb.roots" else {})
+    )
+    wb.open("t")
+    if how == "set_roots":
+        assert _wait_for_line(wb, "t/fs", FS_TOLD, FS_KEPT) == FS_KEPT
+        wb.set_roots("t/fs", [elsewhere])  # roots/list_changed: it asks again
+    assert _wait_for_line(wb, "t/fs", FS_TOLD) == FS_TOLD
+    assert wb.call("t/fs/read_text_file", {"path": str(tmp_path / "elsewhere" / "notes.txt")}).text == "from elsewhere"
+    denied = wb.call("t/fs/read_text_file", {"path": str(tmp_path / "project" / "notes.txt")})
+    assert denied.is_error and "Access denied" in denied.text
 
 
 @pytest.mark.parametrize(("server", "protocol"), ERAS)
@@ -367,7 +416,7 @@ def test_server_everything_client_features(make_workbench) -> None:
     assert "a sampled reply" in wb.call("e/ev/trigger-sampling-request", {"prompt": "hi"}).text
     elicited = wb.call("e/ev/trigger-elicitation-request").text
     assert "accept" in elicited and "Ada" in elicited
-    assert "file://" in wb.call("e/ev/get-roots-list").text
+    assert "no roots are currently configured" in wb.call("e/ev/get-roots-list").text  # none until set
     # completions: the completable prompt (the second argument depends on the first) and a template
     assert wb.complete("e/ev", "prompt:completable-prompt", "department", "E") == ["Engineering"]
     assert wb.complete("e/ev", "prompt:completable-prompt", "name", "", {"department": "Sales"}) == [

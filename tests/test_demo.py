@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -109,6 +110,34 @@ def test_import_does_not_load_the_sdk() -> None:
     code = "import sys, workbench_magic; print('mcp' in sys.modules, 'pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def without_pandas(tmp_path: Path) -> dict[str, str]:
+    """The environment of a child Python that imports this checkout and cannot import pandas (as
+    after a plain `pip install workbench-magic`, which has no extras), with no config set."""
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "pandas.py").write_text('raise ModuleNotFoundError("No module named \'pandas\'", name="pandas")\n')
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_CONFIG"}
+    env["PYTHONPATH"] = os.pathsep.join([str(hidden), str(ROOT)])
+    return env
+
+
+def test_demo_runs_without_pandas(tmp_path: Path) -> None:
+    env = without_pandas(tmp_path)
+    out = subprocess.run(
+        [PYTHON, "-m", "workbench_magic", "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Toolbox 'demo': 2/2 servers connected" in out.stdout and "0 failed" in out.stdout
+    assert "  species  body_mass_g_mean\n   Adelie         3723.0769\n" in out.stdout  # as pandas prints it
+    # what .ci/plain_install.sh runs in a fresh virtualenv: a call, the chart's MCP App, to_pandas()'s error
+    script = ROOT / "tests" / "plain_install.py"
+    out = subprocess.run([PYTHON, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"from {ROOT / 'workbench_magic'}" in out.stdout
+    assert "to_pandas(): to_pandas() needs pandas: pip install 'workbench-magic[pandas]'" in out.stdout
+    assert out.stdout.rstrip().endswith("plain install: ok")
 
 
 # ---- the client side: sampling, elicitation, log messages, completions, subscriptions, roots
@@ -274,7 +303,7 @@ def test_demo_resource_subscription(era_demo) -> None:
 def test_demo_roots_tool(era_demo, tmp_path: Path) -> None:
     wb = era_demo()
     here = tmp_path.resolve()
-    assert wb.call("demo/notes/my_roots").data == {"roots": [{"uri": here.as_uri(), "name": here.name}]}
+    assert wb.call("demo/notes/my_roots").data == {"roots": []}  # none until set (not the working directory)
     wb.set_roots("demo/notes", [str(here / "data"), "file:///srv/shared"])
     roots = wb.call("demo/notes/my_roots").data["roots"]
     assert roots == [{"uri": (here / "data").as_uri(), "name": "data"}, {"uri": "file:///srv/shared", "name": "shared"}]

@@ -4,12 +4,14 @@ cycles, and secrets. Most faults come from `tests/servers/faultserver.py`."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import children, fault_server, npm_server, stdio_server, toolbox
+from conftest import children, fault_server, npm_server, stdio_server, toolbox, wait_until
 
 from workbench_magic import CallTimeoutError, ConnectError, ToolError, Workbench
 from workbench_magic.views import ConfigView
@@ -282,3 +284,43 @@ def test_secrets_are_masked_everywhere_they_are_shown(secret_wb: Workbench) -> N
         failed.raise_for_error()
     assert "sk-very-secret-4242" in failed.text  # data unchanged
     assert "sk-very-secret-4242" in str(info.value) or "***" in str(info.value)
+
+
+def test_an_interrupted_connect_ends_its_process_at_once(make_workbench) -> None:
+    """A server that never finished its handshake is not given the graceful 2 s: its process is
+    gone within a second of the interrupt, and `close_all` leaves nothing behind."""
+    wb = make_workbench(
+        {
+            "toolboxes": {
+                "warm": toolbox({"ok": fault_server()}),
+                "t": toolbox({"mute": fault_server("--start", "silent"), "deaf": {"command": "sleep", "args": ["60"]}}),
+            }
+        }
+    )
+    wb.open("warm")  # the SDK import and the loop thread are not part of the figure
+    before = children()
+    main = threading.main_thread().ident
+    assert main is not None and main == threading.get_ident()
+    spawned: set[int] = set()
+    interrupted: list[float] = []
+
+    def interrupt_once_both_run() -> None:
+        if wait_until(lambda: len(children() - before) == 2, 20):
+            spawned.update(children() - before)
+        interrupted.append(time.monotonic())
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_both_run, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        wb.open("t")
+    assert len(spawned) == 2, "the servers of 't' never started"
+    gone = wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in spawned), 3)
+    elapsed = time.monotonic() - interrupted[0]
+    print(f"interrupted connect: its processes gone {elapsed:.2f} s after the interrupt")
+    assert gone and elapsed < 1.0, f"left running {elapsed:.2f} s after the interrupt: {spawned}"
+    assert (
+        wb.status()["t"]["mute"].error
+        == "Failed to connect to server 'mute' in toolbox 't': cancelled while connecting"
+    )
+    wb.close_all()
+    assert children() - before == set()

@@ -15,13 +15,19 @@ from workbench_magic import (
     ConnectError,
     InvalidIdentifierError,
     NotFoundError,
+    PromptsChanged,
+    ResourcesChanged,
     ServerNotFoundError,
+    StatusChanged,
+    ToolboxClosed,
     ToolboxNotFoundError,
     ToolError,
     ToolIdentifier,
     ToolNotFoundError,
+    ToolsChanged,
     Workbench,
 )
+from workbench_magic.core import Event
 from workbench_magic.manager import OpenedToolbox
 
 
@@ -169,7 +175,7 @@ def test_one_loop_thread_for_all_workbenches(make_workbench) -> None:
 def test_tool_filters(make_workbench) -> None:
     wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server(toolFilters=["echo", "a*"])})}})
     wb.open("t")
-    assert sorted(t.name for t in wb.tools("t/s")) == ["add", "add_tool", "echo"]
+    assert sorted(t.name for t in wb.tools("t/s")) == ["add", "add_prompt", "add_resource", "add_tool", "echo"]
     with pytest.raises(ToolNotFoundError):
         wb.call("t/s/fail", {"message": "filtered out"})
 
@@ -208,6 +214,41 @@ def test_resources_and_prompts(wb: Workbench) -> None:
     assert "greet" in {p.name for p in prompts}
     rendered = wb.get_prompt("t/s/greet", {"name": "Ada"})
     assert "Ada" in rendered.text
+
+
+def test_subscribers_hear_list_changes_of_the_server_that_changed(make_workbench) -> None:
+    import workbench_magic
+
+    assert {"ToolsChanged", "ResourcesChanged", "PromptsChanged", "StatusChanged", "ToolboxClosed"} <= set(
+        workbench_magic.__all__
+    )
+    # one server of each protocol era in the same toolbox
+    wb = make_workbench({"toolboxes": {"t": toolbox({"a": stdio_server(), "b": stdio_server("--legacy")})}})
+    wb.open("t")
+    heard: list[Event] = []
+    got_prompts, got_resources = threading.Event(), threading.Event()
+
+    def first(event: Event) -> None:
+        if isinstance(event, ResourcesChanged | PromptsChanged):
+            heard.append(event)
+
+    def second(event: Event) -> None:
+        if event == PromptsChanged("t", "b"):
+            got_prompts.set()
+        elif event == ResourcesChanged("t", "a"):
+            got_resources.set()
+
+    stop = wb.subscribe(first)
+    wb.subscribe(second)
+    wb.call("t/b/add_prompt", {"name": "p"})
+    assert got_prompts.wait(15), "no PromptsChanged"
+    assert heard == [PromptsChanged("t", "b")]
+    stop()  # `first` hears nothing more; `second` (called after it) shows the event came
+    wb.call("t/a/add_resource", {"uri": "test://r", "text": "r"})
+    assert got_resources.wait(15), "no ResourcesChanged"
+    assert heard == [PromptsChanged("t", "b")]
+    kinds = {ToolsChanged("t", "a"), ResourcesChanged("t", "a"), PromptsChanged("t", "a"), StatusChanged("t", "a")}
+    assert len(kinds) == 4 and ToolboxClosed("t") == ToolboxClosed("t")  # frozen, hashable, told apart
 
 
 def test_streamable_http_and_sse(make_workbench, http_server) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import sys
 
 import pytest
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from workbench_magic import ToolError, ToolIdentifier
+from workbench_magic import ToolError, ToolIdentifier, WorkbenchError
 from workbench_magic.results import ToolResult
 
 IDENT = ToolIdentifier(toolbox="t", server="s", name="n")
@@ -60,6 +61,15 @@ def test_to_pandas_finds_the_table(data: object) -> None:
 def test_to_pandas_without_a_table_is_a_short_error() -> None:
     with pytest.raises(ToolError, match="no tabular data"):
         result(text("hello")).to_pandas()
+
+
+def test_to_pandas_without_pandas_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` fails, as on a plain install
+    with pytest.raises(WorkbenchError) as caught:
+        result(structured={"rows": [{"x": 1}]}).to_pandas()
+    assert str(caught.value) == "to_pandas() needs pandas: pip install 'workbench-magic[pandas]'"
+    assert isinstance(caught.value, ImportError)  # what code written for a missing pandas catches
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
 
 
 def test_raise_for_error_has_the_design_text() -> None:

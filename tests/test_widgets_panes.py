@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import SERVERS, toolbox
+from conftest import SERVERS, stdio_server, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
 from workbench_magic.cellargs import parse_pairs, substitute
 from workbench_magic.errors import WorkbenchError
+from workbench_magic.widgets.explorer import Explorer
 from workbench_magic.widgets.log_pane import LogPane
 from workbench_magic.widgets.pane import Pane
 from workbench_magic.widgets.prompt_pane import PromptPane
@@ -399,6 +400,38 @@ def test_log_pane_sets_the_servers_log_level(wb: Workbench) -> None:
         wb.server_log_level = "debug"  # the global setting wins again
         pane.refresh()
         assert pane.server_level.value == "debug"
+
+
+# ---- list changes -------------------------------------------------------------------------------
+@pytest.mark.parametrize("flags", [(), ("--legacy",)], ids=["2026-07-28", "2025-11-25"])
+def test_the_explorer_lists_resources_and_prompts_the_server_adds(
+    make_workbench: Callable[..., Workbench], flags: tuple[str, ...]
+) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server(*flags)})}})
+    wb.open("t")
+    explorer = Explorer(wb, "t")
+    try:
+        explorer.tabs.selected_index = explorer.tabs.titles.index("Resources")
+        resources = explorer.resources
+        assert resources.target == "t/s" and "1 resources" in resources.hint.value
+        select(resources, "test://hello")
+        wb.call("t/s/add_resource", {"uri": "test://fresh", "text": "new"})
+        listed = explorer.wait_until(lambda: any(r.uri == "test://fresh" for r in resources.resources), 15)
+        assert listed, "the Resources tab did not list the new resource after ResourcesChanged"
+        assert "2 resources" in resources.hint.value
+        assert any(label == "fresh — test://fresh" for label, _ in resources.select.options)
+        assert resources.selected is not None and resources.selected.uri == "test://hello"  # kept
+
+        explorer.tabs.selected_index = explorer.tabs.titles.index("Prompts")
+        prompts = explorer.prompts
+        assert prompts.target == "t/s" and [p.name for p in prompts.prompts] == ["greet"]
+        wb.call("t/s/add_prompt", {"name": "fresh"})
+        listed = explorer.wait_until(lambda: "fresh" in [p.name for p in prompts.prompts], 15)
+        assert listed, "the Prompts tab did not list the new prompt after PromptsChanged"
+        assert "2 prompts" in prompts.hint.value
+        assert "fresh" in [value for _, value in prompts.select.options]
+    finally:
+        explorer.close()
 
 
 # ---- closing ------------------------------------------------------------------------------------

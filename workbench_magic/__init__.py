@@ -14,7 +14,9 @@ from workbench_magic.errors import (
     ConfigError,
     ConnectError,
     InvalidIdentifierError,
+    MissingExtraError,
     NotFoundError,
+    RequestError,
     ServerNotFoundError,
     TaskRequiredError,
     ToolboxNotFoundError,
@@ -27,6 +29,7 @@ from workbench_magic.errors import (
 
 if TYPE_CHECKING:
     from workbench_magic.apps import AppView
+    from workbench_magic.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
     from workbench_magic.identifiers import ToolIdentifier
     from workbench_magic.manager import OpenedToolbox, Workbench
     from workbench_magic.results import ToolInfo, ToolResult
@@ -45,6 +48,11 @@ _LAZY = {
     "ToolResult": "workbench_magic.results",
     "ToolInfo": "workbench_magic.results",
     "AppView": "workbench_magic.apps",
+    "ToolsChanged": "workbench_magic.core",
+    "ResourcesChanged": "workbench_magic.core",
+    "PromptsChanged": "workbench_magic.core",
+    "StatusChanged": "workbench_magic.core",
+    "ToolboxClosed": "workbench_magic.core",
 }
 
 
@@ -78,16 +86,23 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "InvalidIdentifierError",
+    "MissingExtraError",
     "NotFoundError",
     "OpenedToolbox",
+    "PromptsChanged",
+    "RequestError",
+    "ResourcesChanged",
     "ServerNotFoundError",
+    "StatusChanged",
     "TaskRequiredError",
     "ToolError",
     "ToolIdentifier",
     "ToolInfo",
     "ToolNotFoundError",
     "ToolResult",
+    "ToolboxClosed",
     "ToolboxNotFoundError",
+    "ToolsChanged",
     "UrlElicitationRequired",
     "UsageError",
     "Workbench",

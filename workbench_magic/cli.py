@@ -9,6 +9,17 @@ from collections.abc import Sequence
 
 from workbench_magic.errors import WorkbenchError
 
+SERVE_ROOTS = """\
+roots (the directories a downstream server may work in) come from, first to last:
+  the server's own "roots" in the config;
+  during a call, the client that made it (if it declared roots);
+  stdio, a 2025-11-25 client that declared roots: that client, asked whenever a server asks;
+    its roots/list_changed goes on to every server that follows roots;
+  stdio, a 2026-07-28 client: the roots it last gave during a call (none before; servers
+    that follow roots are told when they change);
+  otherwise (http, and clients without roots): none.
+The working directory is never a root."""
+
 
 def _parser() -> argparse.ArgumentParser:
     config_help = "config file (default: $WORKBENCH_CONFIG, ./workbench-config.json, the embedded demo)"
@@ -29,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--timeout", type=float, default=None)
     sub.add_parser("demo", help="open the embedded demo toolbox, call a few tools, print the results", parents=[common])
     serve = sub.add_parser(
-        "serve", help="serve the toolboxes over MCP (meta-tools, optionally every tool)", parents=[common]
+        "serve",
+        help="serve the toolboxes over MCP (meta-tools, optionally every tool)",
+        parents=[common],
+        epilog=SERVE_ROOTS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--mode", choices=["proxy", "dynamic"], default="proxy")
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")

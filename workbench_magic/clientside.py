@@ -65,6 +65,18 @@ class Asker(Protocol):
     def url(self, server: str, message: str, url: str) -> Any: ...
 
 
+class RootsSource(Protocol):
+    """Where servers' roots come from when no call is in flight, for a workbench that something in
+    front of it serves (serve's stdio face: its one client). Set with `Workbench.set_roots_source`;
+    a server's own roots (`"roots": [...]`, `wb.set_roots`) still win."""
+
+    async def list_roots(self) -> Any:
+        """A `ListRootsResult`, or None: the workbench's own roots (`wb.roots`)."""
+
+    def gave(self, result: Any) -> None:
+        """The client of a call in flight answered a server's `roots/list` with `result`."""
+
+
 @dataclass(frozen=True)
 class Request:
     """One request a server made of the client, for the history."""
@@ -137,11 +149,6 @@ def root_uri(value: str) -> str:
     return Path(os.path.expanduser(value)).resolve().as_uri()
 
 
-def default_roots() -> tuple[str, ...]:
-    """The working directory, as the one root."""
-    return (Path.cwd().resolve().as_uri(),)
-
-
 def text_of_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """Sampling messages as plain `{role, text}` dicts (for the history and simple handlers)."""
     out = []
@@ -181,6 +188,8 @@ class ClientSide:
         self._handlers = handlers
         self._record = record
         self.roots: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.roots_source: RootsSource | None = None
+        """Where roots come from outside a call (serve's stdio client), if anywhere but `wb.roots`."""
 
     def callbacks(self, conn: Connection) -> dict[str, Any]:
         """The SDK client's callbacks for `conn`: what it declares follows from which are set
@@ -302,24 +311,47 @@ class ClientSide:
             return await asyncio.wrap_future(future)
 
     # -- roots
-    def roots_of(self, conn: Connection) -> tuple[str, ...]:
+    def own_roots(self, conn: Connection) -> tuple[str, ...] | None:
+        """The server's own roots (`wb.set_roots`, else its config's `"roots": [...]`), which win
+        over every other; None when it follows the client's."""
         override = self.roots.get((conn.toolbox, conn.name))
         if override is not None:
             return override
         configured = getattr(conn.config, "roots", None)
         if isinstance(configured, list | tuple):
             return tuple(root_uri(r) for r in configured)
-        return self._handlers().roots
+        return None
+
+    def follows_roots(self, conn: Connection) -> bool:
+        """Whether the server is told the client's roots (neither `"roots": false` nor its own)."""
+        return getattr(conn.config, "roots", None) is not False and self.own_roots(conn) is None
+
+    def roots_of(self, conn: Connection) -> tuple[str, ...]:
+        own = self.own_roots(conn)
+        return own if own is not None else self._handlers().roots
 
     async def list_roots(self, conn: Connection) -> Any:
-        from mcp_types import ListRootsResult, Root
+        """A server's own roots; else those of the client of the call in flight (serve), else the
+        roots source's (serve's stdio client), else `wb.roots` (none until set)."""
+        from mcp_types import ErrorData, ListRootsResult, Root
 
         started, t0 = time.time(), time.perf_counter()
-        upstream = _upstream(conn.caller(), "roots")
-        if upstream is not None:
-            forwarded = await upstream.list_roots()
-            self._log(conn, "roots", {}, [str(r.uri) for r in forwarded.roots], started, t0)
-            return forwarded
+        if self.own_roots(conn) is None:
+            upstream = _upstream(conn.caller(), "roots")
+            source = self.roots_source
+            try:
+                if upstream is not None:
+                    given = await upstream.list_roots()
+                    if source is not None:
+                        source.gave(given)
+                else:
+                    given = await source.list_roots() if source is not None else None
+            except Exception as exc:
+                self._log(conn, "roots", {}, f"the client did not answer: {exc}", started, t0, ok=False)
+                return ErrorData(code=-32603, message=f"The client's roots are not available: {exc}")
+            if given is not None:
+                self._log(conn, "roots", {}, [str(r.uri) for r in given.roots], started, t0)
+                return given
         roots = self.roots_of(conn)
         result = ListRootsResult(
             roots=[
@@ -370,8 +402,8 @@ __all__ = [
     "ClientSide",
     "ElicitationHandler",
     "Request",
+    "RootsSource",
     "SamplingHandler",
-    "default_roots",
     "elicit_result",
     "root_uri",
     "sampling_result",

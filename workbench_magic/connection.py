@@ -15,18 +15,19 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from workbench_magic import schema, serverlog
-from workbench_magic.errors import ConnectError, describe_exception, leaf_exception
+from workbench_magic.boundary import failure
+from workbench_magic.errors import ConnectError, WorkbenchError, describe_exception, leaf_exception
 from workbench_magic.masking import mask
 from workbench_magic.results import ServerStatus, ToolInfo
 from workbench_magic.runtime import Channel, current_channel, opening_channel
 from workbench_magic.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.subscriptions import ResourceSubscriptions
-from workbench_magic.transports import all_pages, make_transport, sdk_deprecations
+from workbench_magic.transports import AT_ONCE, StopPolicy, all_pages, make_transport, sdk_deprecations
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("workbench_magic")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+ListKind = Literal["resources", "prompts"]
+"""A list whose changes `Connection(on_list_changed=...)` hears (tools have `on_tools_changed`)."""
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
@@ -64,7 +67,9 @@ class Connection:
 
     Status goes `connecting` -> `connected` | `failed`; a connected server whose transport
     closed becomes `disconnected` and reconnects on the next request; `closed` is final.
-    Every change of what `snapshot()` shows calls `on_change(self)` (on the loop thread).
+    Every change of what `snapshot()` shows calls `on_change(self)` (on the loop thread); a
+    fetched-again tool list calls `on_tools_changed(self)`, a changed resource or prompt list
+    `on_list_changed(self, "resources" | "prompts")`.
     """
 
     def __init__(
@@ -76,11 +81,13 @@ class Connection:
         connect_timeout: float = 30.0,
         on_change: Callable[[Connection], None] | None = None,
         on_tools_changed: Callable[[Connection], None] | None = None,
+        on_list_changed: Callable[[Connection, ListKind], None] | None = None,
         client_side: ClientSide | None = None,
         sampling: bool = False,
         log_level: str | None = None,
         server_object: Any = None,
         apps: bool = False,
+        request_timeout: float | None = None,
     ) -> None:
         self.toolbox = toolbox
         self.server_object = server_object  # a live server added from the notebook (`Workbench.add_server`)
@@ -111,13 +118,17 @@ class Connection:
         self._lock: asyncio.Lock | None = None
         self._on_change = on_change
         self._on_tools_changed = on_tools_changed
+        self._on_list_changed = on_list_changed
         self.client_side = client_side
         self.sampling = sampling
         self.log_level = log_level
         self.apps = apps
+        self.request_timeout = request_timeout
+        """Seconds a listing may take (calls, reads and prompts are given theirs)."""
         self._in_flight: list[_InFlight] = []
         self.subscriptions = ResourceSubscriptions(self)
-        self.on_list_changed: Callable[[Connection, str], None] | None = None
+        self.stop_policy = StopPolicy()
+        """How the current stdio transport stops its process (read when it stops, see `_abandon`, `hurry`)."""
 
     # ---- public state ---------------------------------------------------------------
     @property
@@ -157,6 +168,8 @@ class Connection:
         return channel
 
     def _set(self, status: str, error: str | None = None) -> None:
+        if self.status == "closed" and status != "closed":
+            return  # final: a start that lost the race with close reports nothing more
         self.status = status
         self.error = error
         self._changed()
@@ -208,6 +221,9 @@ class Connection:
                 name=f"mcp-owner-{self.toolbox}/{self.name}",
                 context=_owner_context(),
             )
+            # Whatever becomes of the owner (cancelled before its first step, failed, ended
+            # early), `ready` is settled: nothing else is bound to settle what we wait on here.
+            self._owner.add_done_callback(lambda owner: self._owner_ended(owner, ready))
             try:
                 await asyncio.shield(ready)
             except asyncio.CancelledError:
@@ -221,11 +237,26 @@ class Connection:
                 raise
             self.failures = 0
 
+    def _owner_ended(self, owner: asyncio.Task[None], ready: asyncio.Future[None]) -> None:
+        """Settle `ready` if the owner ended without doing so (the owner settles it itself on
+        every path it runs; a task cancelled before its first step runs none)."""
+        if ready.done():
+            return
+        if owner.cancelled():
+            reason = "cancelled while connecting"
+        elif (error := owner.exception()) is not None:
+            reason = describe_exception(error)
+        else:
+            reason = "the connection ended before it was ready"
+        ready.set_exception(ConnectError(self.failure_message(reason)))
+        ready.exception()  # mark retrieved: the waiter may be gone too
+
     def _abandon(self) -> None:
         """Cancel the owner task now and let it end (and its process exit) in the background."""
         owner, self._owner = self._owner, None
         self._generation += 1  # what the abandoned owner does from now on is not our state
         self._client = None
+        self.stop_policy.hurry(*AT_ONCE)  # no handshake, nothing to end gracefully: its process goes now
         if owner is not None and not owner.done():
             owner.cancel()
             self._ending.add(owner)
@@ -243,6 +274,11 @@ class Connection:
             if self.status != "closed":
                 self._set("disconnected")
         await self.start()
+
+    def hurry(self, grace: float, kill_after: float) -> None:
+        """Stop the server at most this slowly when it stops (stdio: `grace` seconds after its
+        stdin closes, SIGTERM; `kill_after` more, SIGKILL), also a stop already under way."""
+        self.stop_policy.hurry(grace, kill_after)
 
     async def close(self) -> None:
         """Stop the owner task (which closes the client and ends the process); final."""
@@ -264,7 +300,7 @@ class Connection:
         if self._stop is not None:
             self._stop.set()
         try:
-            # The SDK's shutdown is bounded (stdin close, SIGTERM, SIGKILL: about 6 s worst case).
+            # The transport's stop is bounded (stdin close, SIGTERM, SIGKILL: about 6 s worst case).
             await asyncio.wait_for(asyncio.shield(owner), timeout=10)
         except TimeoutError:
             owner.cancel()
@@ -277,6 +313,7 @@ class Connection:
         from mcp import Client
 
         install_parse_filter()
+        self.stop_policy = StopPolicy()  # each process is stopped gracefully unless told otherwise
         transport = make_transport(
             self.config,
             self.transport,
@@ -284,6 +321,7 @@ class Connection:
             self.connect_timeout,
             label=f"{self.toolbox}-{self.name}",
             server=self.server_object,
+            stop=self.stop_policy,
         )
         return Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
 
@@ -307,6 +345,7 @@ class Connection:
         owner that is still shutting down must not overwrite its successor's state.
         """
         label = "connect"
+        late: asyncio.TimerHandle | None = None
 
         def current() -> bool:
             return generation == self._generation
@@ -315,7 +354,11 @@ class Connection:
             self.log.mark(f"connecting ({self.transport})")
             self.stdout_junk.clear()
             client = self._make_client()
-            with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as deadline:
+            policy = self.stop_policy
+            with anyio.CancelScope() as deadline:
+                # A server that missed the handshake deadline has nothing to end gracefully: its
+                # process is told to go at once, then the handshake is cancelled.
+                late = asyncio.get_running_loop().call_later(self.connect_timeout, _missed, policy, deadline)
                 async with client:
                     if not current():
                         return
@@ -327,7 +370,7 @@ class Connection:
                     self.capabilities = client.server_capabilities
                     await self._refresh_tools()
                     await self._request_log_level(client)
-                    deadline.deadline = math.inf
+                    late.cancel()
                     self.connects += 1
                     label = "session"
                     self._set("connected")
@@ -362,6 +405,8 @@ class Connection:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
+            if late is not None:
+                late.cancel()
             if current():
                 self._client = None
                 self.subscriptions.session_ended()
@@ -466,9 +511,11 @@ class Connection:
         except Exception as exc:
             logger.debug("listen on %s/%s ended: %s", self.toolbox, self.name, exc)
 
-    def _list_changed(self, what: str) -> None:
-        if self.on_list_changed is not None:
-            self.on_list_changed(self, what)
+    def _list_changed(self, what: ListKind) -> None:
+        """The server's resource or prompt list changed: tell `on_list_changed` (lists are never
+        cached, so there is nothing to fetch here)."""
+        if self._on_list_changed is not None:
+            self._on_list_changed(self, what)
 
     async def _on_message(self, message: Any) -> None:
         from mcp_types import ToolListChangedNotification
@@ -529,10 +576,29 @@ class Connection:
                 if asyncio.iscoroutine(out):
                     await out
 
-        with anyio.fail_after(timeout if timeout and timeout > 0 else None) as scope, self._serving(scope):
+        with self._request("call", name, timeout):
             return await client.call_tool(
                 name, arguments, progress_callback=on_progress if progress is not None else None
             )
+
+    @contextlib.contextmanager
+    def _request(self, kind: str, name: str, timeout: float | None) -> Iterator[None]:
+        """One request to the server: its time limit, its place among the requests in flight, and
+        the one boundary where its SDK and transport failures become workbench errors
+        (boundary.py); a lost connection is marked, so the next request reconnects."""
+        limit = timeout if timeout and timeout > 0 else None
+        error: WorkbenchError | None = None
+        try:
+            with anyio.fail_after(limit) as scope, self._serving(scope):
+                yield
+        except Exception as exc:
+            error, lost = failure(exc, kind=kind, name=name, server=self.name, toolbox=self.toolbox, limit=limit)
+            if lost:
+                self.connection_lost()
+        if error is not None:  # raised here, outside the handler: no chain (ipykernel and groups)
+            if self.secrets:
+                error.args = (mask(str(error), self.secrets),)
+            raise error
 
     @contextlib.contextmanager
     def _serving(self, scope: anyio.CancelScope | None = None) -> Iterator[None]:
@@ -564,16 +630,18 @@ class Connection:
         if not getattr(self.capabilities, "resources", None):
             return []
         client = self.client()
-        return await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
+        with self._request("list", "resources", self.request_timeout):
+            return await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
 
     async def list_resource_templates(self) -> list[Any]:
         await self.ensure_connected()
         if not getattr(self.capabilities, "resources", None):
             return []
         client = self.client()
-        return await all_pages(
-            lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass"), "resource_templates"
-        )
+        with self._request("list", "resource templates", self.request_timeout):
+            return await all_pages(
+                lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass"), "resource_templates"
+            )
 
     async def complete(
         self, ref: Any, argument: str, value: str, context: dict[str, str] | None, timeout: float
@@ -582,8 +650,9 @@ class Connection:
         await self.ensure_connected()
         if not getattr(self.capabilities, "completions", None):
             return []
-        with anyio.fail_after(timeout):
-            result = await self.client().complete(ref, {"name": argument, "value": value}, context or None)
+        client = self.client()
+        with self._request("complete", f"'{argument}' of {_reference(ref)}", timeout):
+            result = await client.complete(ref, {"name": argument, "value": value}, context or None)
         return list(result.completion.values)
 
     # ---- resource subscriptions --------------------------------------------------------
@@ -598,17 +667,32 @@ class Connection:
 
     async def read_resource(self, uri: str, timeout: float | None) -> Any:
         await self.ensure_connected()
-        with anyio.fail_after(timeout if timeout and timeout > 0 else None) as scope, self._serving(scope):
-            return await self.client().read_resource(uri)
+        client = self.client()
+        with self._request("read", uri, timeout):
+            return await client.read_resource(uri)
 
     async def list_prompts(self) -> list[Any]:
         await self.ensure_connected()
         if not getattr(self.capabilities, "prompts", None):
             return []
         client = self.client()
-        return await all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
+        with self._request("list", "prompts", self.request_timeout):
+            return await all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, timeout: float | None) -> Any:
         await self.ensure_connected()
-        with anyio.fail_after(timeout if timeout and timeout > 0 else None) as scope, self._serving(scope):
-            return await self.client().get_prompt(name, arguments)
+        client = self.client()
+        with self._request("prompt", name, timeout):
+            return await client.get_prompt(name, arguments)
+
+
+def _reference(ref: Any) -> str:
+    """A completion reference as the failure names it: `prompt 'p'` or `template 'uri'`."""
+    name = getattr(ref, "name", None)
+    return f"prompt '{name}'" if name is not None else f"template '{getattr(ref, 'uri', ref)}'"
+
+
+def _missed(policy: StopPolicy, handshake: anyio.CancelScope) -> None:
+    """The handshake deadline passed: end the server's process at once, and stop waiting."""
+    policy.hurry(*AT_ONCE)
+    handshake.cancel()

@@ -17,20 +17,17 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from workbench_magic.boundary import failure
 from workbench_magic.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
 from workbench_magic.connection import Connection
 from workbench_magic.errors import (
-    CallTimeoutError,
     ConnectError,
     NotFoundError,
     ServerNotFoundError,
     TaskRequiredError,
-    ToolError,
     ToolNotFoundError,
-    UrlElicitationRequired,
     WorkbenchError,
     describe_exception,
-    leaf_exception,
 )
 from workbench_magic.masking import mask, mask_value
 from workbench_magic.results import CallRecord, ServerStatus, ToolInfo, ToolResult
@@ -38,7 +35,7 @@ from workbench_magic.runtime import current_channel
 
 if TYPE_CHECKING:
     from workbench_magic.config import ServerConfig, WorkbenchConfig
-    from workbench_magic.connection import ProgressCallback
+    from workbench_magic.connection import ListKind, ProgressCallback
     from workbench_magic.identifiers import ToolIdentifier
 
 T = TypeVar("T")
@@ -87,6 +84,22 @@ class ToolsChanged:
 
 
 @dataclass(frozen=True)
+class ResourcesChanged:
+    """A server's resource list changed (`wb.resources` lists it afresh: lists are never cached)."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class PromptsChanged:
+    """A server's prompt list changed (`wb.prompts` lists it afresh: lists are never cached)."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
 class StatusChanged:
     """A server of a toolbox changed status (connecting, connected, failed, ...)."""
 
@@ -101,7 +114,7 @@ class ToolboxClosed:
     toolbox: str
 
 
-Event = ToolsChanged | StatusChanged | ToolboxClosed
+Event = ToolsChanged | ResourcesChanged | PromptsChanged | StatusChanged | ToolboxClosed
 Subscriber = Callable[[Event], None]
 
 
@@ -151,6 +164,7 @@ class Core:
                 conn.offer_sampling(options.sampling_handler is not None)
         for conn in self._all_connections():
             conn.apps = options.render_apps  # offered from the next connect (reconnect)
+            conn.request_timeout = options.timeout
 
     def _all_connections(self) -> Iterable[Connection]:
         return (c for b in self._boxes.values() for c in b.connections.values())
@@ -216,6 +230,16 @@ class Core:
         if box is not None and box.connections.get(conn.name) is conn:
             self._emit(ToolsChanged(conn.toolbox, conn.name))
 
+    def _list_changed(self, conn: Connection, what: ListKind) -> None:
+        box = self._boxes.get(conn.toolbox)
+        if box is not None and box.connections.get(conn.name) is conn:
+            event: Event = (
+                ResourcesChanged(conn.toolbox, conn.name)
+                if what == "resources"
+                else PromptsChanged(conn.toolbox, conn.name)
+            )
+            self._emit(event)
+
     def history(self) -> list[CallRecord]:
         return list(self._history)
 
@@ -260,11 +284,13 @@ class Core:
             connect_timeout=options.connect_timeout,
             on_change=self._connection_changed,
             on_tools_changed=self._tools_changed,
+            on_list_changed=self._list_changed,
             client_side=self.client_side,
             sampling=options.sampling_handler is not None,
             log_level=options.server_log_level,
             server_object=self._live.get((toolbox, server)),
             apps=options.render_apps,
+            request_timeout=options.timeout,
         )
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
@@ -313,11 +339,17 @@ class Core:
         for box in boxes:
             self._emit(ToolboxClosed(box.name))
 
-    async def close_all(self) -> None:
+    async def close_all(self, hurry: tuple[float, float] | None = None) -> None:
+        """Close every toolbox, every connection side by side. `hurry` (grace, kill_after) stops
+        stdio servers sooner than the graceful default (see `Connection.hurry`)."""
         boxes = list(self._boxes.values())
         self._boxes.clear()
         self.state = MappingProxyType({})
-        await asyncio.gather(*(c.close() for b in boxes for c in b.connections.values()), return_exceptions=True)
+        conns = [c for b in boxes for c in b.connections.values()]
+        if hurry is not None:
+            for conn in conns:
+                conn.hurry(*hurry)
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
         for box in boxes:
             self._emit(ToolboxClosed(box.name))
 
@@ -390,8 +422,6 @@ class Core:
         validate: Callable[[ToolInfo, dict[str, Any]], None] | None,
     ) -> ToolResult:
         """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one."""
-        from mcp import MCPError
-
         conn = await self.connection_opening(ident.toolbox, ident.server, settings)
         await conn.ensure_connected()
         tool = self.tool_of(conn, ident)
@@ -405,33 +435,18 @@ class Core:
         limit = timeout if timeout is not None else conn.config.timeout or self.options.timeout
         started = time.time()
         t0 = time.perf_counter()
-        prefix = f"Error executing tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}')"
         error: WorkbenchError | None = None
         try:
             raw = await conn.call_tool(ident.name, args, timeout=limit, progress=_to_caller(progress))
-        except TimeoutError:
-            error = CallTimeoutError(f"{prefix}: timed out after {limit:g} s (cancelled on the server)")
-        except MCPError as exc:
-            from mcp_types import CONNECTION_CLOSED, URL_ELICITATION_REQUIRED
-
-            if exc.code == CONNECTION_CLOSED:
-                conn.connection_lost()
-                error = ToolError(f"{prefix}: connection closed")
-            elif exc.code == URL_ELICITATION_REQUIRED:
-                error = url_elicitation_required(prefix, exc)
-            else:
-                error = ToolError(f"{prefix}: {describe_exception(exc)}")
-        except WorkbenchError as exc:
-            error = exc
         except asyncio.CancelledError:
             self._record(ident, args, started, t0, False, "cancelled", conn.secrets)
             raise
-        except Exception as exc:
-            leaf = leaf_exception(exc)
-            if isinstance(leaf, TimeoutError):
-                error = CallTimeoutError(f"{prefix}: timed out after {limit:g} s (cancelled on the server)")
-            else:
-                error = ToolError(f"{prefix}: {describe_exception(leaf)}")
+        except Exception as exc:  # live connections map their own failures; this holds for any other
+            error, lost = failure(
+                exc, kind="call", name=ident.name, server=ident.server, toolbox=ident.toolbox, limit=limit
+            )
+            if lost:
+                conn.connection_lost()
         secrets = conn.secrets
         if error is not None:
             if secrets:
@@ -480,20 +495,6 @@ class Core:
 
 
 _background: set[asyncio.Future[Any]] = set()
-
-
-def url_elicitation_required(prefix: str, exc: Any) -> UrlElicitationRequired:
-    """MCP error -32042 as `UrlElicitationRequired`: the links to visit, in the message and `.urls`."""
-    data = getattr(getattr(exc, "error", None), "data", None) or getattr(exc, "data", None) or {}
-    items = data.get("elicitations", []) if isinstance(data, dict) else []
-    urls = [str(item.get("url")) for item in items if isinstance(item, dict) and item.get("url")]
-    notes = [str(item.get("message") or "") for item in items if isinstance(item, dict) and item.get("url")]
-    shown = "; ".join(f"{url}" + (f" ({note})" if note else "") for url, note in zip(urls, notes, strict=True))
-    return UrlElicitationRequired(
-        f"{prefix}: the server needs you to open {'this link' if len(urls) == 1 else 'these links'} first, "
-        f"then call again: {shown or describe_exception(exc)}",
-        urls,
-    )
 
 
 def _to_caller(progress: ProgressCallback | None) -> ProgressCallback | None:

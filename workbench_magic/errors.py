@@ -16,13 +16,44 @@ def leaf_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+#: What an exception that carries no message of its own means, by its class name (anyio's stream
+#: errors are named, not imported: this module stays free of imports).
+_WORDLESS = {
+    "TimeoutError": "timed out",
+    "ClosedResourceError": "connection closed",
+    "BrokenResourceError": "connection closed",
+    "EndOfStream": "connection closed",
+    "CancelledError": "cancelled",
+}
+
+
 def describe_exception(exc: BaseException) -> str:
-    """A short, one-line reason for an exception from the SDK or the transport."""
+    """A short, one-line reason for an exception from the SDK or the transport (never a bare
+    class name: an exception without a message is said in words, or named with its kind)."""
     exc = leaf_exception(exc)
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"command not found: {exc.filename}"
     message = str(getattr(exc, "message", None) or exc).strip()
-    return message.splitlines()[0] if message else type(exc).__name__
+    if message:
+        return message.splitlines()[0]
+    name = type(exc).__name__
+    return _WORDLESS.get(name, f"{name} (no details given)")
+
+
+#: The one text of each kind of request a failure names: `Error reading resource 'u' from server
+#: 's' (toolbox 't')`, followed by `: <reason>`.
+REQUEST_TEXTS = {
+    "call": "Error executing tool '{name}' in server '{server}' (toolbox '{toolbox}')",
+    "read": "Error reading resource '{name}' from server '{server}' (toolbox '{toolbox}')",
+    "prompt": "Error getting prompt '{name}' from server '{server}' (toolbox '{toolbox}')",
+    "complete": "Error completing {name} on server '{server}' (toolbox '{toolbox}')",
+    "list": "Error listing the {name} of server '{server}' (toolbox '{toolbox}')",
+}
+
+
+def request_text(kind: str, name: str, server: str, toolbox: str) -> str:
+    """The start of a failed request's message (`REQUEST_TEXTS`), without the reason."""
+    return REQUEST_TEXTS[kind].format(name=name, server=server, toolbox=toolbox)
 
 
 def first_line(exc: BaseException) -> str:
@@ -71,6 +102,10 @@ class ToolNotFoundError(NotFoundError):
     """`Tool 'n' not found in server 's' (toolbox 't')`."""
 
 
+class MissingExtraError(WorkbenchError, ImportError):
+    """`to_pandas() needs pandas: pip install 'workbench-magic[pandas]'`: an optional extra is not installed."""
+
+
 class ConnectError(WorkbenchError):
     """`Failed to connect to server 's' in toolbox 't': <reason>`."""
 
@@ -79,30 +114,43 @@ class ArgumentError(WorkbenchError, ValueError):
     """Arguments do not match the tool's input schema; the message names the field."""
 
 
-class ToolError(WorkbenchError):
+class RequestError(WorkbenchError):
+    """A request to a server failed: `Error reading resource 'u' from server 's' (toolbox 't'): <reason>`.
+
+    `.code` is the JSON-RPC error code when the server answered with an error (None for a
+    timeout, a lost connection or a transport failure).
+    """
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ToolError(RequestError):
     """`Error executing tool 'n' in server 's' (toolbox 't'): <reason>`.
 
     Raised when a call fails (transport, timeout, protocol error) or, through
     `ToolResult.raise_for_error()`, when the tool reported `is_error`.
     """
 
-    def __init__(self, message: str, result: object | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, result: object | None = None, *, code: int | None = None) -> None:
+        super().__init__(message, code=code)
         self.result = result
 
 
 class CallTimeoutError(ToolError, TimeoutError):
-    """A call ran past its timeout and was cancelled on the server."""
+    """A request (a call, a read, a prompt, a completion, a listing) ran past its time limit and
+    was cancelled on the server; the message names the request, the server and the limit."""
 
 
-class UrlElicitationRequired(WorkbenchError):
+class UrlElicitationRequired(RequestError):
     """A server needs the person to visit links first (MCP error -32042); `.urls` holds them.
 
     Open each link, finish there, then call again.
     """
 
-    def __init__(self, message: str, urls: list[str] | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, urls: list[str] | None = None, *, code: int | None = -32042) -> None:
+        super().__init__(message, code=code)
         self.urls: list[str] = list(urls or [])
 
 

@@ -13,7 +13,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic import browse
-from workbench_magic.clientside import ASK_PERSON, LOG_LEVELS, ElicitationHandler, SamplingHandler, root_uri
+from workbench_magic.clientside import (
+    ASK_PERSON,
+    LOG_LEVELS,
+    ElicitationHandler,
+    RootsSource,
+    SamplingHandler,
+    root_uri,
+)
 from workbench_magic.core import short_errors
 from workbench_magic.errors import NotFoundError, UsageError
 from workbench_magic.results import PromptInfo, PromptResult, ResourceInfo, ResourceResult
@@ -193,7 +200,8 @@ class ServerFeatures:
 
     @property
     def roots(self) -> list[str]:
-        """The roots servers are told (file:// URIs); default: the working directory."""
+        """The roots servers are told (file:// URIs); default `[]`: the capability is declared and no
+        roots are offered until set, so servers keep their configured directories."""
         return list(self._handlers["roots"])
 
     @roots.setter
@@ -228,6 +236,24 @@ class ServerFeatures:
             self._core.set_roots(await self._core.connections(toolbox, server, self.settings), chosen)
 
         self._run(short_errors(apply()))
+
+    def set_roots_source(self, source: RootsSource | None) -> None:
+        """Where the servers that follow the client's roots get them when no call is in flight
+        (serve's stdio face: its one client); None goes back to `wb.roots`. A server's own roots
+        (config, `set_roots`) still win, and a call's client is asked during its call."""
+        core = self._core
+        self._loop.ask(lambda: setattr(core.client_side, "roots_source", source))
+
+    def roots_source_changed(self) -> None:
+        """The source's roots changed (from any thread): every open server that follows them is
+        told (`roots/list_changed` to handshake-era servers; 2026-07-28 ones ask per request)."""
+        core, settings = self._core, self.settings
+
+        async def tell() -> None:
+            followers = [c for c in await core.connections(None, None, settings) if core.client_side.follows_roots(c)]
+            core.set_roots(followers, None)  # they have no roots of their own: this only tells them
+
+        asyncio.run_coroutine_threadsafe(tell(), self._loop.loop)
 
     def logout(self, target: str) -> list[str]:
         """Forget the stored OAuth tokens (and registered client) of one server (`toolbox/server`)

@@ -16,6 +16,10 @@ The upstream client's protocol generation decides how a request travels:
 
 What the upstream client did not declare is not forwarded: sampling is then refused, elicitation
 declined, and roots are the workbench's own.
+
+Outside a call, downstream servers that follow roots get them from `ClientRoots` on the stdio face
+(its one client owns them); on the HTTP face (many clients) they are the workbench's own, none
+unless set. A server's own `"roots"` config wins over both.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from typing import Any
 import mcp_types as types
 
 from workbench_magic.runtime import Call, LoopChannel
+from workbench_magic.transports import sdk_deprecations
 
 logger = logging.getLogger("workbench_magic.server")
 
 PENDING_TTL = 600.0
+ROOTS_TIMEOUT = 60.0
+"""Seconds a handshake-era client may take to answer a `roots/list` asked outside a call."""
 """Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
 
 _SETTLE_ROUNDS = 8
@@ -183,12 +190,13 @@ class Upstream:
     async def _log(self, params: Any) -> None:
         context = self.context
         try:
-            await context.request_context.session.send_log_message(
-                level=params.level,
-                data=params.data,
-                logger=params.logger,
-                related_request_id=context.request_context.request_id,
-            )
+            with sdk_deprecations():  # a handshake-era client's log messages: no warning on serve's stderr
+                await context.request_context.session.send_log_message(
+                    level=params.level,
+                    data=params.data,
+                    logger=params.logger,
+                    related_request_id=context.request_context.request_id,
+                )
         except Exception as exc:
             logger.debug("a log message could not reach the upstream client: %s", exc)
 
@@ -208,6 +216,82 @@ class Upstream:
 async def _let_queued_callbacks_run(rounds: int = _SETTLE_ROUNDS) -> None:
     for _ in range(rounds):
         await asyncio.sleep(0)
+
+
+def _uris(result: Any) -> list[str]:
+    return [str(root.uri) for root in result.roots]
+
+
+class ClientRoots:
+    """serve's one stdio client as the roots of the downstream servers that follow roots when no
+    call is in flight (a `clientside.RootsSource`; the HTTP face has many clients and sets none).
+
+    A handshake-era client that declared roots owns them: each downstream `roots/list` is asked of
+    it on the connection's own channel, and its `notifications/roots/list_changed` goes on to every
+    open server that follows roots, which then asks again. A 2026-07-28 client cannot be asked
+    outside a request: its roots are the ones it last gave during a call, none before it gave any;
+    when what it gives changes, the servers that follow roots are told, as for a notification.
+    """
+
+    def __init__(self, workbench: Any) -> None:
+        self.workbench = workbench
+        self._session: Any = None
+        """The handshake-era client's session (its standalone channel), once it declared roots."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._last: types.ListRootsResult | None = None
+
+    def install(self, lowlevel: Any) -> None:
+        """Hear the client's `initialized` and `roots/list_changed` (after any handler already set, which
+        still runs), and become the workbench's roots source."""
+        for method, hear in (
+            ("notifications/initialized", self._initialized),
+            ("notifications/roots/list_changed", self._list_changed),
+        ):
+            previous = lowlevel.get_notification_handler(method)
+
+            async def handler(ctx: Any, params: Any, hear: Any = hear, previous: Any = previous) -> None:
+                hear(ctx)
+                if previous is not None:
+                    await previous.handler(ctx, params)
+
+            params_type = previous.params_type if previous is not None else types.NotificationParams
+            lowlevel.add_notification_handler(method, params_type, handler)
+        self.workbench.set_roots_source(self)
+
+    def _initialized(self, ctx: Any) -> None:
+        session = ctx.session
+        caps = session.client_capabilities
+        if session.protocol_version < "2026-07-28" and caps is not None and caps.roots is not None:
+            self._session, self._loop = session, asyncio.get_running_loop()
+
+    def _list_changed(self, ctx: Any) -> None:
+        if self._session is not None:
+            self.workbench.roots_source_changed()
+
+    def gave(self, result: Any) -> None:
+        """The client answered a downstream `roots/list` during a call. A 2026-07-28 client's roots
+        are then these; when they differ from the last, the servers that follow roots are told."""
+        before = self._last
+        self._last = result
+        if self._session is None and (before is None or _uris(before) != _uris(result)):
+            self.workbench.roots_source_changed()
+
+    async def list_roots(self) -> types.ListRootsResult | None:
+        """The handshake-era client's answer; else what the client last gave (None: none yet)."""
+        session, loop = self._session, self._loop
+        if session is None or loop is None:
+            return self._last
+        ask = session.send_request(
+            types.ListRootsRequest(), types.ListRootsResult, request_read_timeout_seconds=ROOTS_TIMEOUT
+        )
+        if loop is asyncio.get_running_loop():
+            return await ask  # type: ignore[no-any-return]
+        future = asyncio.run_coroutine_threadsafe(ask, loop)
+        try:
+            return await asyncio.wrap_future(future)  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
 
 
 class UpstreamChannel(LoopChannel):

@@ -7,11 +7,11 @@ start: the workbench runs commands on this machine for whoever can reach it.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
 import socket
-from collections.abc import Coroutine
 from typing import Any
 
 from workbench_magic.errors import UsageError
@@ -82,13 +82,29 @@ def transport_security(host: str) -> Any:
     )
 
 
-def serve_http(server: Any, host: str, port: int, token: str | None) -> Coroutine[Any, Any, None]:
+async def serve_http(
+    server: Any, host: str, port: int, token: str | None, *, stop: asyncio.Event | None = None
+) -> None:
     """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp`, behind the token if there
-    is one: the coroutine to run (on the workbench's loop, see `serve`)."""
+    is one (on the workbench's loop, see `serve`), until `stop` is set: uvicorn then closes its
+    sockets and connections and ends (serve is going away: no wait for open requests and streams)."""
     import uvicorn
 
     app: Any = server.streamable_http_app(transport_security=transport_security(host), host=host)
     if token:
         app = BearerGate(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    return uvicorn.Server(config).serve()
+    web = uvicorn.Server(config)
+    if stop is None:
+        await web.serve()
+        return
+
+    async def stop_when_told() -> None:
+        await stop.wait()
+        web.should_exit = web.force_exit = True
+
+    watcher = asyncio.ensure_future(stop_when_told())
+    try:
+        await web.serve()
+    finally:
+        watcher.cancel()

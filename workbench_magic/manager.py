@@ -23,7 +23,6 @@ from workbench_magic.clientside import (
     LOG_LEVELS,
     ElicitationHandler,
     SamplingHandler,
-    default_roots,
 )
 from workbench_magic.core import BoxState, Core, Event, Options
 from workbench_magic.errors import NotFoundError, UsageError, WorkbenchError
@@ -133,7 +132,7 @@ class Workbench(ServerFeatures, Configurable):
         self._handlers: dict[str, Any] = {
             "sampling_handler": None,
             "elicitation_handler": None,
-            "roots": root_uris(roots) if roots is not None else default_roots(),
+            "roots": root_uris(roots) if roots is not None else (),  # none until set: servers keep their own
         }
         if isinstance(config, Config):
             super().__init__(config=config, **kwargs)
@@ -249,7 +248,8 @@ class Workbench(ServerFeatures, Configurable):
         return await self._loop.arun(coro, channel)
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
-        """Hear of changes (`ToolsChanged`, `StatusChanged`, `ToolboxClosed`); returns the unsubscribe.
+        """Hear of changes (`ToolsChanged`, `ResourcesChanged`, `PromptsChanged`, `StatusChanged`,
+        `ToolboxClosed`, all importable from `workbench_magic`); returns the unsubscribe.
 
         `callback(event)` runs on the workbench loop thread: it must not block, and must hand
         anything it does with widgets to the kernel thread.
@@ -354,6 +354,12 @@ class Workbench(ServerFeatures, Configurable):
         """Close every open toolbox."""
         if self._core.state and self._loop.alive:
             self._run(self._core.close_all())
+
+    async def aclose_all(self, *, hurry: tuple[float, float] | None = None) -> None:
+        """Close every open toolbox; `hurry` (grace, kill_after): a stdio server gets `grace`
+        seconds to exit once its stdin closes, then SIGTERM, then SIGKILL `kill_after` later
+        (default: 2 s and 2 s, as the SDK)."""
+        await self._arun(self._core.close_all(hurry))
 
     async def aclose(self, name: str) -> None:
         await self._arun(self._core.close([name], self.settings))

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.errors import ToolError
+from workbench_magic.errors import MissingExtraError, ToolError, raise_alone
 from workbench_magic.masking import mask, mask_value
 
 if TYPE_CHECKING:
@@ -318,8 +318,17 @@ class ToolResult:
         ]
 
     def to_pandas(self) -> pd.DataFrame:
-        """The tabular part of `data` as a DataFrame (records, columns, or `{"rows": [...]}`)."""
-        import pandas as pd
+        """The tabular part of `data` as a DataFrame (records, columns, or `{"rows": [...]}`).
+
+        Needs the `pandas` extra; without it, a one-line `MissingExtraError` says how to install it.
+        """
+        missing = False
+        try:
+            import pandas as pd
+        except ImportError:
+            missing = True
+        if missing:  # raised here, out of the `except`, to carry no context
+            raise_alone(MissingExtraError("to_pandas() needs pandas: pip install 'workbench-magic[pandas]'"))
 
         table = find_table(self.data)
         if table is None:

@@ -13,14 +13,15 @@ on stdio, stdout is the protocol.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import mcp_types as types
 from mcp.server import MCPServer
@@ -30,7 +31,14 @@ from mcp.shared.subscriptions import ToolsListChanged
 from workbench_magic import schema
 from workbench_magic.core import ToolsChanged
 from workbench_magic.errors import WorkbenchError
-from workbench_magic.forwarding import Forwarder, Upstream, UpstreamChannel, advertise, no_upstream_sampling
+from workbench_magic.forwarding import (
+    ClientRoots,
+    Forwarder,
+    Upstream,
+    UpstreamChannel,
+    advertise,
+    no_upstream_sampling,
+)
 from workbench_magic.identifiers import parse_identifier
 from workbench_magic.manager import Workbench
 from workbench_magic.results import ToolInfo
@@ -43,6 +51,8 @@ Answer = types.CallToolResult | types.InputRequiredResult
 MAX_TOOL_NAME = 64
 SERVE_HISTORY_LIMIT = 1_000
 """`serve` runs for days: it keeps fewer calls in its history than a notebook."""
+ANSWER_WAIT = 10.0
+"""Dynamic mode: at most this long a tool-list notification waits for the answer it follows."""
 
 _STRING = {"type": "string", "minLength": 1}
 _TOOLBOX_ARG = {
@@ -207,6 +217,7 @@ class WorkbenchServer(MCPServer):
         self._legacy: dict[int, Any] = {}
         self._unsubscribe: Callable[[], None] | None = None
         self._forwarder = Forwarder()
+        self._telling: set[asyncio.Task[None]] = set()
         if mode == "dynamic":
             self._unsubscribe = workbench.subscribe(self._downstream_event)
             self._advertise_list_changed()
@@ -300,16 +311,16 @@ class WorkbenchServer(MCPServer):
         }
         if box.failed:
             answer["servers_failed"] = box.failed
-        if self.mode == "dynamic":
-            await self._register(name)
+        if self.mode == "dynamic" and self._register(name):
+            self._tell_after_answer()
         return _text_result(answer)
 
     async def _close_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         name = arguments["toolbox"]
         was_open = self.workbench.is_open(name)
         await self.workbench.aclose(name)
-        if self.mode == "dynamic":
-            await self._register(name)
+        if self.mode == "dynamic" and self._register(name):
+            self._tell_after_answer()
         return _text_result({"toolbox": name, "closed": was_open})
 
     async def _use_tool(self, arguments: dict[str, Any], context: Any) -> Answer:
@@ -361,8 +372,8 @@ class WorkbenchServer(MCPServer):
         return answer if isinstance(answer, types.InputRequiredResult) else answer.raw  # type: ignore[no-any-return]
 
     # ---- dynamic mode -------------------------------------------------------------------
-    async def _register(self, toolbox: str, *, changed: bool = False) -> None:
-        """Make the registered tools of `toolbox` match what is open now; tell clients if they changed."""
+    def _register(self, toolbox: str) -> bool:
+        """Make the registered tools of `toolbox` match what is open now; whether they changed."""
         before = {n: t for n, t in self._dynamic.items() if t.toolbox == toolbox}
         for name in before:
             del self._dynamic[name]
@@ -380,8 +391,31 @@ class WorkbenchServer(MCPServer):
                     )
                 self._dynamic[name] = tool
         after = {n: t for n, t in self._dynamic.items() if t.toolbox == toolbox}
-        if changed or before != after:
+        return before != after
+
+    def _tell_after_answer(self) -> None:
+        """Tell clients the tool list changed once the request being served is answered: the
+        task serving it (the SDK's, or the lane's) ends after writing the answer, so the client
+        reads the answer first and then one notification."""
+        answering = asyncio.current_task()
+
+        async def tell() -> None:
+            if answering is not None:
+                await asyncio.wait({answering}, timeout=ANSWER_WAIT)
             await self._tools_changed()
+
+        self._spawn(tell())
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
+    def _reregister(self, toolbox: str) -> None:
+        """A downstream server's tools changed (no request of ours in play): tell clients now if
+        the registered tools changed (a server that says so while its toolbox opens changes nothing)."""
+        if self._register(toolbox):
+            self._spawn(self._tools_changed())
 
     async def _tools_changed(self) -> None:
         """Tell every client: 2026-07-28 subscribers through the bus, handshake-era sessions directly."""
@@ -426,11 +460,14 @@ class WorkbenchServer(MCPServer):
         if not isinstance(event, ToolsChanged):
             return
         if self._server_loop is not None and not self._server_loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self._register(event.toolbox, changed=True), self._server_loop)
+            self._server_loop.call_soon_threadsafe(self._reregister, event.toolbox)
 
     def close(self) -> None:
-        """Stop listening to the workbench; cancel calls still waiting for their client."""
+        """Stop listening to the workbench; cancel calls still waiting for their client (and
+        notifications not sent yet)."""
         self._forwarder.close()
+        for task in list(self._telling):
+            task.cancel()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -477,8 +514,9 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     token: str | None = None,
-) -> int:
-    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream server.
+) -> NoReturn:
+    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream
+    server, then end the process (with the exit code).
 
     Over HTTP, `token` (else `$WORKBENCH_SERVE_TOKEN`) is required as `Authorization: Bearer`;
     a non-loopback `host` without one refuses to start."""
@@ -495,28 +533,115 @@ def serve(
     if transport == "http" and host not in httpface.LOOPBACK:
         logger.warning("binding to %s: the workbench is reachable from other machines (token required)", host)
 
-    def stop(signum: int, frame: Any) -> None:
-        # The stdio transport reads stdin in a worker thread that a signal cannot unblock, so
-        # close every downstream server here and leave without waiting for that thread.
-        logger.info("SIGTERM: closing every downstream server")
-        workbench.close_all()
-        logging.shutdown()
-        os._exit(0)
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    stopper = _Stopper()
+    previous = {signum: signal.signal(signum, stopper.signal) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         # The server runs on the workbench's own loop: a forwarded call goes downstream and back
         # without crossing threads (each crossing costs a wake-up and a GIL hand-over).
         if transport == "stdio":
             from workbench_magic.stdio_face import run_stdio
 
-            workbench.run_on_loop(run_stdio(server, lane=os.environ.get("WORKBENCH_LANE", "") != "off"))
+            ClientRoots(workbench).install(server.lowlevel)  # the one client owns the roots (forwarding.py)
+            face = run_stdio(server, lane=os.environ.get("WORKBENCH_LANE", "") != "off")
         else:
-            workbench.run_on_loop(httpface.serve_http(server, host, port, token))
-    except KeyboardInterrupt:
-        logger.info("stopping")
+            face = httpface.serve_http(server, host, port, token, stop=stopper.event)
+        stopping = _serve_until_stopped(face, stopper, server, workbench, winds_down=transport == "http")
+        code = workbench.run_on_loop(stopping)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # Only now, every server closed: a SIGTERM until here was heard and waited for.
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    # Every server is closed: end the process now. Python's own shutdown would add a few tenths
+    # of a second, and wait for the SDK's stdin thread (stdin not a pipe), which nothing unblocks.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+SERVE_STOP = (0.4, 0.25)
+"""How serve stops its stdio servers when it ends: each gets 0.4 s to exit once its stdin closes,
+then SIGTERM, then SIGKILL 0.25 s later. Hosts built on the MCP SDKs end serve's stdin, wait 2 s
+and send SIGTERM: serve is gone well before (a notebook's close keeps the graceful 2 s)."""
+FACE_STOP = 0.5
+"""Seconds the wire gets to end once serve is told to stop (HTTP: uvicorn's own shutdown), and
+again once cancelled."""
+
+
+class _Stopper:
+    """SIGTERM and Ctrl-C (main thread, which waits in `run_on_loop`) tell the serving coroutine
+    (loop thread) to stop, and return: the loop closes everything, in order, and the handler stays
+    installed until it has. A second signal changes nothing."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The serving loop, once serving started (a signal before that is seen as it starts)."""
+        self.event = asyncio.Event()
+        self.signalled: str | None = None
+
+    def signal(self, signum: int, frame: Any) -> None:
+        # No logging here: the main thread may hold logging's lock when the signal lands.
+        if self.signalled is None:
+            self.signalled = signal.Signals(signum).name
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nothing left to stop
+                self.loop.call_soon_threadsafe(self.event.set)
+
+    def start(self) -> None:
+        """On the serving loop, before serving."""
+        self.loop = asyncio.get_running_loop()
+        if self.signalled is not None:
+            self.event.set()
+
+
+async def _serve_until_stopped(
+    face: Coroutine[Any, Any, None],
+    stopper: _Stopper,
+    server: WorkbenchServer,
+    workbench: Workbench,
+    *,
+    winds_down: bool = False,
+) -> int:
+    """Serve until the wire ends (stdin EOF) or a signal; then stop the wire (one that `winds_down`
+    by itself when told gets `FACE_STOP` seconds first; stdio is cancelled at once) and close every
+    downstream server, side by side and hurried (`SERVE_STOP`). The exit code."""
+    stopper.start()
+    serving = asyncio.ensure_future(_without_exit(face))
+    stopped = asyncio.ensure_future(stopper.event.wait())
+    try:
+        await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not serving.done():  # told to stop
+            if winds_down and stopper.event.is_set():
+                await asyncio.wait({serving}, timeout=FACE_STOP)
+            serving.cancel()
+            await asyncio.wait({serving}, timeout=FACE_STOP)
+        why = stopper.signalled or "the client is gone"
+        logger.info("%s: closing every downstream server", why)
         server.close()
-        workbench.close_all()
+        await workbench.aclose_all(hurry=SERVE_STOP)
+        logger.info("every downstream server closed")
+    if serving.cancelled() or not serving.done():
+        return 0
+    error = serving.exception()
+    if isinstance(error, _Exited):
+        return error.code
+    if error is not None:
+        raise error
     return 0
+
+
+class _Exited(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+async def _without_exit(face: Coroutine[Any, Any, None]) -> None:
+    """`face`, with a `SystemExit` (uvicorn's when it cannot bind; it logged why) as an ordinary
+    exception: out of a task, asyncio would let it through the loop and end the loop thread."""
+    try:
+        await face
+    except SystemExit as exc:
+        raise _Exited(exc.code if isinstance(exc.code, int) else 1) from None

@@ -3,7 +3,7 @@
 Usage::
 
     python tests/servers/testserver.py [--transport stdio|http|sse] [--port N]
-                                       [--host 127.0.0.1] [--name NAME] [--many N]
+                                       [--host 127.0.0.1] [--name NAME] [--many N] [--slow]
 
 Over stdio nothing but the protocol is written to stdout; diagnostics go to stderr. Over
 ``http`` the MCP endpoint is ``http://HOST:PORT/mcp``; over ``sse`` it is
@@ -20,13 +20,16 @@ Tools:
   ``crash(message)``: an unexpected exception, whose text the SDK withholds
 * ``stderr(text)``: writes ``text`` to stderr and returns "ok"
 * ``add_tool(name)`` / ``remove_tool(name)``: change the tool list at runtime and notify
+* ``add_resource(uri, text)`` / ``add_prompt(name)``: add a text resource / a prompt (saying
+  ``i am <name>``) at runtime and notify that the resource / prompt list changed
 * ``image()``: a small PNG; ``table(n)``: ``n`` records, structured as ``{"result": [...]}``
 * ``nested(config)``: echoes a nested pydantic model (``$defs``/``$ref`` in the input schema)
 * ``exit_now(code)``: the process exits mid-call
 * ``ns/sub.tool`` and ``double__under``: echo, under awkward names
 * with ``--many N``: ``tool_0000`` .. ``tool_{N-1}``, each ``(x: int = 0) -> x + i``
 
-Resource ``test://hello`` (text "hello"); prompt ``greet(name)``.
+Resource ``test://hello`` (text "hello"); prompt ``greet(name)``. With ``--slow``, for timeouts:
+the resource ``slow://wait`` and the prompt ``slow_prompt``, which take 30 s to answer.
 """
 
 from __future__ import annotations
@@ -233,6 +236,41 @@ async def remove_tool(name: Annotated[str, Field(description="Name of the tool t
     return f"removed {name}"
 
 
+# Resource and prompt lists changing while connected (list-changed notifications on both eras).
+
+
+async def _notify_list_changed(ctx: Context, kind: Literal["resources", "prompts"]) -> None:
+    """Tell the client the resource or prompt list changed, as its protocol era expects."""
+    if (ctx.protocol_version or "").startswith("2026"):
+        await (ctx.notify_resources_changed() if kind == "resources" else ctx.notify_prompts_changed())
+    else:
+        session = ctx.request_context.session
+        await (session.send_resource_list_changed() if kind == "resources" else session.send_prompt_list_changed())
+
+
+async def add_resource(
+    uri: Annotated[str, Field(description="URI of the new resource")],
+    text: Annotated[str, Field(description="Its text")],
+    ctx: Context,
+) -> str:
+    """Register a text resource ``uri`` (named after its last segment) and notify that the resource list changed."""
+    name = uri.rstrip("/").rsplit("/", 1)[-1] or uri
+    ctx.mcp_server.resource(uri, name=name, mime_type="text/plain")(lambda: text)
+    await _notify_list_changed(ctx, "resources")
+    return f"added {uri}"
+
+
+async def add_prompt(name: Annotated[str, Field(description="Name of the new prompt")], ctx: Context) -> str:
+    """Register a prompt ``name`` (answering ``i am <name>``) and notify that the prompt list changed."""
+
+    def prompt() -> str:
+        return f"i am {name}"
+
+    ctx.mcp_server.prompt(name=name, description=f"A prompt added at runtime; says 'i am {name}'.")(prompt)
+    await _notify_list_changed(ctx, "prompts")
+    return f"added {name}"
+
+
 def image() -> Image:
     """A 16x16 PNG checkerboard."""
     return Image(data=png_bytes(), format="png")
@@ -274,16 +312,29 @@ def hello() -> str:
     return "hello"
 
 
+async def slow_read() -> str:
+    """A resource that takes 30 s to read."""
+    await anyio.sleep(30)
+    return "finally"
+
+
+async def slow_prompt() -> str:
+    """A prompt that takes 30 s to render."""
+    await anyio.sleep(30)
+    return "finally"
+
+
 # --------------------------------------------------------------------------- server
 
 
-def build_server(name: str = "testserver", many: int = 0) -> MCPServer:
+def build_server(name: str = "testserver", many: int = 0, *, slow_answers: bool = False) -> MCPServer:
     """Build the test server with every tool, the resource and the prompt."""
     functions: list[Callable[..., Any]] = [
         *(echo, whoami, add, env, cwd, slow, sleep, fail, crash, stderr, add_tool, remove_tool),
         *(image, table, nested, exit_now),
     ]
     tools = [Tool.from_function(fn) for fn in functions]
+    tools += [Tool.from_function(fn) for fn in (add_resource, add_prompt)]
     # Names outside the SEP-986 character set are accepted with a logged warning; keep stderr quiet.
     name_logger = logging.getLogger("mcp.shared.tool_name_validation")
     previous = name_logger.level
@@ -312,16 +363,20 @@ def build_server(name: str = "testserver", many: int = 0) -> MCPServer:
     )
     server.resource("test://hello", name="hello", mime_type="text/plain")(hello)
     server.prompt()(greet)
+    if slow_answers:
+        server.resource("slow://wait", name="slow", mime_type="text/plain")(slow_read)
+        server.prompt()(slow_prompt)
     _advertise_tools_list_changed(server)
     return server
 
 
 def _advertise_tools_list_changed(server: MCPServer) -> None:
-    """Advertise ``tools.listChanged`` on handshake-era connections too.
+    """Advertise ``tools``/``resources``/``prompts.listChanged`` on handshake-era connections too.
 
     ``MCPServer`` builds its initialization options without ``NotificationOptions``, so
-    pre-2026 clients would see ``listChanged: false`` although `add_tool` sends the
-    notification. (On 2026-07-28 connections the flag derives from ``subscriptions/listen``.)
+    pre-2026 clients would see ``listChanged: false`` although `add_tool`, `add_resource` and
+    `add_prompt` send the notification. (On 2026-07-28 connections the flags derive from
+    ``subscriptions/listen``.)
     """
     lowlevel = server._lowlevel_server
     original = lowlevel.create_initialization_options
@@ -332,7 +387,8 @@ def _advertise_tools_list_changed(server: MCPServer) -> None:
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return original(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options
+            or NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True),
             experimental_capabilities,
             extensions,
         )
@@ -360,6 +416,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--name", default="testserver")
     parser.add_argument("--many", type=int, default=0, metavar="N", help="also register tool_0000 .. tool_{N-1}")
+    parser.add_argument("--slow", action="store_true", help="also serve slow://wait and slow_prompt (30 s each)")
     parser.add_argument(
         "--legacy", action="store_true", help="stdio: serve the handshake era only (server/discover is refused)"
     )
@@ -372,7 +429,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.barrier:
         wait_at_barrier(Path(args.barrier[0]), int(args.barrier[1]))
-    server = build_server(args.name, args.many)
+    server = build_server(args.name, args.many, slow_answers=args.slow)
     serve(server, args.transport, host=args.host, port=args.port, legacy=args.legacy)
 
 

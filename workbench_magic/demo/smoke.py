@@ -3,8 +3,34 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from workbench_magic.manager import Workbench
+from workbench_magic.results import ToolResult, find_table
+
+
+def table_text(result: ToolResult) -> str:
+    """The result's table as text: pandas' `to_string(index=False)` when pandas is installed, else
+    right-aligned columns in plain Python (the demo runs on a plain install, without extras)."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return plain_table(find_table(result.data) or [])
+    return result.to_pandas().to_string(index=False)
+
+
+def plain_table(table: list[dict[str, Any]] | dict[str, list[Any]]) -> str:
+    """Records (or columns) as right-aligned text columns two spaces apart, a header line first."""
+    if isinstance(table, dict):
+        table = [dict(zip(table, row, strict=True)) for row in zip(*table.values(), strict=True)]
+    columns = list(dict.fromkeys(k for row in table for k in row))
+    lines = [columns, *([_cell(row.get(c)) for c in columns] for row in table)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths, strict=True)) for line in lines)
+
+
+def _cell(value: Any) -> str:
+    return "NaN" if value is None else str(value)
 
 
 def run_demo(config: str | None = None) -> int:
@@ -24,7 +50,7 @@ def run_demo(config: str | None = None) -> int:
             {"dataset": "penguins", "group_by": ["species"], "metric": "body_mass_g", "agg": "mean"},
         )
         print(repr(result))
-        print(result.to_pandas().to_string(index=False))
+        print(table_text(result))
 
         def progress(value: float, total: float | None, message: str | None) -> None:
             print(f"  progress {value:g}/{total or '?'} {message or ''}")

@@ -2,8 +2,9 @@
 
 Core ipywidgets only. Widgets are touched only on the kernel thread: calls run on the workbench
 loop (`Workbench.submit`), and what they report (progress, results, errors) and what the
-workbench announces (tool lists, statuses, closed toolboxes) reaches the explorer through its
-channel, which runs it on the kernel's event loop (or, outside a kernel, when `wait` pumps).
+workbench announces (tool, resource and prompt lists, statuses, closed toolboxes) reaches the
+explorer through its channel, which runs it on the kernel's event loop (or, outside a kernel,
+when `wait` pumps).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import ipywidgets as w
 
-from workbench_magic.core import StatusChanged, ToolboxClosed, ToolsChanged
+from workbench_magic.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
 from workbench_magic.errors import WorkbenchError
 from workbench_magic.manager import OpenedToolbox, Workbench
 from workbench_magic.results import ServerStatus, ToolInfo, status_table_html, tools_table_html
@@ -305,6 +306,16 @@ class Explorer:
                 self._on_toolbox()
             elif self.workbench.is_open(event.toolbox) != (event.toolbox in self.toolbox_select.options):
                 self.refresh()
+        elif isinstance(event, ResourcesChanged | PromptsChanged):
+            self._list_changed(event)
+
+    def _list_changed(self, event: ResourcesChanged | PromptsChanged) -> None:
+        """A server's resource or prompt list changed: its pane lists it again when it shows that
+        server now (a pane re-lists whenever its tab is shown, so a hidden one has nothing to do)."""
+        title = "Resources" if isinstance(event, ResourcesChanged) else "Prompts"
+        shown = self.tabs.titles[self.tabs.selected_index or 0] == title
+        if shown and self._pane_targets.get(title) == (event.toolbox, event.server):
+            self._panes[title].refresh()
 
     def close(self) -> None:
         """Stop listening and close every widget (a displayed explorer goes blank)."""

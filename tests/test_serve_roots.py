@@ -1,0 +1,171 @@
+"""Roots through `workbench-magic serve` over stdio: where a downstream server's roots come from.
+
+A handshake-era (2025-11-25) client that declared roots owns them: every downstream `roots/list` is
+forwarded to it, inside a call or not, and its `notifications/roots/list_changed` goes on to each
+server that follows roots. A 2026-07-28 client cannot be asked outside a request, and the working
+directory is never a root. A server's own `"roots"` config wins (forwarding.py `ClientRoots`).
+
+The downstream is npm server-everything: it asks its client for roots once, about 350 ms after
+`initialized` (no call in flight), keeps the answer and asks again on `roots/list_changed`; its
+`get-roots-list` tool reports what it kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from conftest import PYTHON, SERVERS, npm_server, toolbox, write_config
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import stdio_client
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+LIMIT = 90
+"""Seconds per test."""
+WAIT = 20.0
+"""Seconds to wait for something the downstream does on its own (its roots ask, a changed list)."""
+CLIENTSERVER = str(SERVERS / "clientserver.py")
+
+
+class UpstreamRoots:
+    """The upstream client's roots: changeable, and every `roots/list` it is asked counted."""
+
+    def __init__(self, *uris: str) -> None:
+        self.uris = list(uris)
+        self.asked = 0
+        self._asked = anyio.Event()
+
+    async def answer(self, context: ClientRequestContext) -> types.ListRootsResult:
+        self.asked += 1
+        self._asked.set()
+        self._asked = anyio.Event()
+        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in self.uris])
+
+    async def asked_at_least(self, times: int, why: str) -> None:
+        try:
+            with anyio.fail_after(WAIT):
+                while self.asked < times:
+                    await self._asked.wait()
+        except TimeoutError:
+            pytest.fail(f"the upstream client was asked for its roots {self.asked} times, not {times}: {why}")
+
+
+@asynccontextmanager
+async def served(tmp_path: Path, mode: str, roots: UpstreamRoots | None, **servers: Any) -> AsyncIterator[Client]:
+    """`serve` over stdio with toolbox `r` (server-everything as `ev`, plus `servers`) opened by an
+    SDK client of `mode` ("legacy": 2025-11-25, "auto": 2026-07-28) that declares `roots` if given."""
+    config = write_config(
+        tmp_path / "workbench-config.json", {"toolboxes": {"r": toolbox({"ev": npm_server("everything"), **servers})}}
+    )
+    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config)]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    callbacks: dict[str, Any] = {"list_roots_callback": roots.answer} if roots is not None else {}
+    with open(tmp_path / "serve.stderr", "a") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode, **callbacks) as client:  # type: ignore[arg-type]
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+            opened = await client.call_tool("open_toolbox", {"toolbox": "r"})
+            assert opened.structured_content and opened.structured_content["servers_connected"] == 1 + len(servers)
+            yield client
+
+
+async def use(client: Client, name: str, arguments: dict[str, Any] | None = None, server: str = "ev") -> str:
+    """`use_tool` on a server of toolbox `r`: the result's text."""
+    ident = {"toolbox": "r", "server": server, "name": name}
+    result = await client.call_tool("use_tool", {"tool": ident, "arguments": arguments or {}})
+    assert not result.is_error, result.content
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def test_a_handshake_era_client_is_asked_for_roots_outside_any_call(tmp_path: Path) -> None:
+    roots = UpstreamRoots("file:///upstream-root")
+
+    async def main() -> None:
+        async with asyncio.timeout(LIMIT), served(tmp_path, "legacy", roots) as client:
+            await roots.asked_at_least(1, "server-everything asks ~350 ms after initialized, with no call in flight")
+            assert "file:///upstream-root" in await use(client, "get-roots-list")
+            assert roots.asked == 1  # what it reports is what it kept from that ask
+
+    asyncio.run(main())
+
+
+def test_b_the_clients_changed_roots_reach_the_servers_that_follow_roots(tmp_path: Path) -> None:
+    roots = UpstreamRoots("file:///upstream-root")
+    servers = {
+        "old": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"]},  # follows roots (handshake era)
+        "fixed": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"], "roots": ["file:///fixed-root"]},
+    }
+
+    async def changed_to(client: Client, uri: str, times: int) -> None:
+        """The client changes its roots and says so; the servers that follow roots hear of it and
+        server-everything's kept list becomes the new one."""
+        roots.uris = [uri]
+        await client.send_roots_list_changed()
+        assert await use(client, "roots_changed_count", {"at_least": times}, server="old") == str(times)
+        deadline = time.monotonic() + WAIT
+        while uri not in (listed := await use(client, "get-roots-list")):
+            assert time.monotonic() < deadline, f"{uri} never reached server-everything: {listed}"
+            await asyncio.sleep(0.05)  # it keeps the answer after replying to the notification: poll
+        assert listed.count("file://") == 1
+
+    async def main() -> None:
+        async with asyncio.timeout(LIMIT), served(tmp_path, "legacy", roots, **servers) as client:
+            assert await use(client, "roots_changed_count", server="old") == "0"
+            await changed_to(client, "file:///changed-root", 1)
+            asked = roots.asked
+            await changed_to(client, "file:///changed-again", 2)  # now surely asked outside any call
+            assert roots.asked == asked + 1
+            # a server with roots of its own is not told, and keeps them, even inside a call
+            assert await use(client, "roots_changed_count", server="fixed") == "0"
+            assert "file:///fixed-root" in await use(client, "my_roots", server="fixed")
+
+    asyncio.run(main())
+
+
+def test_c_a_2026_client_never_makes_the_working_directory_a_root(tmp_path: Path) -> None:
+    """A 2026-07-28 client cannot be asked outside a request; this one declared no roots, so every
+    ask (server-everything's own, or inside a call) is answered with the workbench's own: none."""
+
+    async def main() -> None:
+        async with asyncio.timeout(LIMIT), served(tmp_path, "auto", None) as client:
+            listed = await use(client, "get-roots-list")
+            assert Path.cwd().resolve().as_uri() not in listed and "file://" not in listed
+            assert "no roots are currently configured" in listed
+
+    asyncio.run(main())
+
+
+def test_d_a_2026_clients_roots_are_the_ones_it_last_gave(tmp_path: Path) -> None:
+    """Outside a call, a 2026-07-28 client's roots are the ones it last gave during a call, none
+    before: server-filesystem keeps its configured directory until the client gives roots (here to
+    another server's call), is then told, asks again, and serves those."""
+    configured, given = (tmp_path / "configured").resolve(), (tmp_path / "given").resolve()
+    configured.mkdir()
+    given.mkdir()
+    roots = UpstreamRoots(given.as_uri())
+    servers = {
+        "fs": npm_server("filesystem", str(configured)),
+        "old": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"]},
+    }
+
+    async def main() -> None:
+        async with asyncio.timeout(LIMIT), served(tmp_path, "auto", roots, **servers) as client:
+            assert str(configured) in await use(client, "list_allowed_directories", server="fs")
+            assert given.as_uri() in await use(client, "my_roots", server="old")  # the client gives its roots
+            deadline = time.monotonic() + WAIT
+            while str(given) not in (allowed := await use(client, "list_allowed_directories", server="fs")):
+                assert time.monotonic() < deadline, f"server-filesystem never took the client's roots: {allowed}"
+                await asyncio.sleep(0.05)  # it takes them after replying to its ask: poll
+            assert str(configured) not in allowed and str(Path.cwd().resolve()) not in allowed
+
+    asyncio.run(main())
