@@ -155,7 +155,7 @@ def _argument_checks(batches: int) -> tuple[list[float], list[float], dict[str, 
     from jsonschema import validators
 
     from workbench_magic import Workbench
-    from workbench_magic.schema import validate_arguments
+    from workbench_magic.engine.schema import validate_arguments
 
     datasets = {"python": "workbench_magic.demo:datasets_server"}
     wb = Workbench({"toolboxes": {"demo": {"mcpServers": {"datasets": datasets}}}})

@@ -837,7 +837,7 @@ async def _raw_warm() -> None:
 
 def scale(quick: bool) -> dict[str, Any]:
     """A toolbox with one server exposing 2,000 (+18) tools."""
-    from workbench_magic.widgets import Explorer
+    from workbench_magic.notebook.widgets import Explorer
 
     many = 2000
     reps = 5 if quick else 30

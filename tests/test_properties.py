@@ -35,16 +35,23 @@ from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, Workbench
-from workbench_magic.cellargs import parse_body, parse_pairs, substitute
-from workbench_magic.config import _SERVER_KEYS, _TOOLBOX_KEYS, _TOP_KEYS, WorkbenchConfig, load_config, parse_config
-from workbench_magic.errors import (
+from workbench_magic.config.models import (
+    _SERVER_KEYS,
+    _TOOLBOX_KEYS,
+    _TOP_KEYS,
+    WorkbenchConfig,
+    load_config,
+    parse_config,
+)
+from workbench_magic.notebook.cellargs import parse_body, parse_pairs, substitute
+from workbench_magic.vocabulary.errors import (
     ConfigError,
     InvalidIdentifierError,
     UsageError,
     WorkbenchError,
 )
-from workbench_magic.identifiers import FIELDS, ToolIdentifier, parse_identifier, parse_target
-from workbench_magic.results import ToolInfo
+from workbench_magic.vocabulary.identifiers import FIELDS, ToolIdentifier, parse_identifier, parse_target
+from workbench_magic.vocabulary.results import ToolInfo
 
 # While shrinking a failure, hypothesis describes the nested config strategies (hundreds of kB).
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.errors import (
+from workbench_magic.vocabulary.errors import (
     ArgumentError,
     CallTimeoutError,
     ConfigError,
@@ -28,11 +28,11 @@ from workbench_magic.errors import (
 )
 
 if TYPE_CHECKING:
-    from workbench_magic.apps import AppView
-    from workbench_magic.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
-    from workbench_magic.identifiers import ToolIdentifier
-    from workbench_magic.manager import OpenedToolbox, Workbench
-    from workbench_magic.results import ToolInfo, ToolResult
+    from workbench_magic.api.apps import AppView
+    from workbench_magic.api.workbench import OpenedToolbox, Workbench
+    from workbench_magic.engine.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
+    from workbench_magic.vocabulary.results import ToolInfo, ToolResult
 
 __version__ = "0.1.0"
 
@@ -42,17 +42,17 @@ __version__ = "0.1.0"
 logging.getLogger("workbench_magic").addHandler(logging.NullHandler())
 
 _LAZY = {
-    "Workbench": "workbench_magic.manager",
-    "OpenedToolbox": "workbench_magic.manager",
-    "ToolIdentifier": "workbench_magic.identifiers",
-    "ToolResult": "workbench_magic.results",
-    "ToolInfo": "workbench_magic.results",
-    "AppView": "workbench_magic.apps",
-    "ToolsChanged": "workbench_magic.core",
-    "ResourcesChanged": "workbench_magic.core",
-    "PromptsChanged": "workbench_magic.core",
-    "StatusChanged": "workbench_magic.core",
-    "ToolboxClosed": "workbench_magic.core",
+    "Workbench": "workbench_magic.api.workbench",
+    "OpenedToolbox": "workbench_magic.api.workbench",
+    "ToolIdentifier": "workbench_magic.vocabulary.identifiers",
+    "ToolResult": "workbench_magic.vocabulary.results",
+    "ToolInfo": "workbench_magic.vocabulary.results",
+    "AppView": "workbench_magic.api.apps",
+    "ToolsChanged": "workbench_magic.engine.core",
+    "ResourcesChanged": "workbench_magic.engine.core",
+    "PromptsChanged": "workbench_magic.engine.core",
+    "StatusChanged": "workbench_magic.engine.core",
+    "ToolboxClosed": "workbench_magic.engine.core",
 }
 
 
@@ -67,14 +67,14 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext workbench_magic`."""
-    from workbench_magic.magics import load_ipython_extension as load
+    from workbench_magic.notebook.magics import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """`%unload_ext workbench_magic`: closes every connection."""
-    from workbench_magic.magics import unload_ipython_extension as unload
+    from workbench_magic.notebook.magics import unload_ipython_extension as unload
 
     unload(ipython)
 

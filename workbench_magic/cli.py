@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from workbench_magic.errors import WorkbenchError
+from workbench_magic.vocabulary.errors import WorkbenchError
 
 SERVE_ROOTS = """\
 roots (the directories a downstream server may work in) come from, first to last:
@@ -59,11 +59,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `workbench-magic` (and `python -m workbench_magic`)."""
     args = _parser().parse_args(argv)
-    from workbench_magic.manager import Workbench
+    from workbench_magic.api.workbench import Workbench
 
     try:
         if args.command == "serve":
-            from workbench_magic.server import serve
+            from workbench_magic.serve.server import serve
 
             return serve(
                 args.config, mode=args.mode, transport=args.transport, host=args.host, port=args.port, token=args.token

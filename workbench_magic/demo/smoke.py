@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from workbench_magic.manager import Workbench
-from workbench_magic.results import ToolResult, find_table
+from workbench_magic.api.workbench import Workbench
+from workbench_magic.vocabulary.results import ToolResult, find_table
 
 
 def table_text(result: ToolResult) -> str:

@@ -1,0 +1,317 @@
+"""Auth to remote servers: `"auth"` in the config, a static bearer token, and OAuth end to end.
+
+OAuth runs against tests/servers/oauthserver.py (the SDK's server-side auth with an in-memory
+authorization server): discovery, dynamic client registration, PKCE, the authorize link fetched
+with httpx so its redirect lands on our loopback catcher, tokens in a 0600 file, refresh after
+the short-lived access token expires, a new process reusing the stored tokens, and logout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import SERVERS, free_port, stdio_server, toolbox, write_config
+
+from workbench_magic import Workbench
+from workbench_magic.config.models import load_config
+from workbench_magic.engine.auth import TOKEN_DIR_ENV, AuthConfig, OAuthOptions, parse_auth, token_dir, token_path
+from workbench_magic.notebook.views import ConfigView
+from workbench_magic.vocabulary.errors import ConfigError, WorkbenchError
+from workbench_magic.vocabulary.masking import mask
+
+OAUTHSERVER = SERVERS / "oauthserver.py"
+TTL = 2
+
+
+def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
+            return proc
+        except httpx.TransportError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"{command} did not start listening") from None
+            time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def oauth_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv(TOKEN_DIR_ENV, str(tmp_path / "tokens"))
+    port = free_port()
+    proc = start([sys.executable, str(OAUTHSERVER), "--port", str(port), "--ttl", str(TTL)], port)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(proc)
+
+
+class Browser(logging.Handler):
+    """The person: sees the authorize link in the log and opens it (httpx follows the redirect,
+    which lands on the workbench's loopback catcher). `follow=False` only records the redirect."""
+
+    def __init__(self, follow: bool = True) -> None:
+        super().__init__(logging.WARNING)
+        self.follow = follow
+        self.links: list[str] = []
+        self.redirects: list[str] = []
+        self.ready = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = re.search(r"needs authorization: open (\S+)", record.getMessage())
+        if found:
+            self.links.append(found.group(1))
+            threading.Thread(target=self._open, args=(found.group(1),), daemon=True).start()
+
+    def _open(self, url: str) -> None:
+        response = httpx.get(url, follow_redirects=False, timeout=10)
+        self.redirects.append(response.headers["location"])
+        self.ready.set()
+        if self.follow:
+            httpx.get(response.headers["location"], timeout=10)
+
+
+@pytest.fixture
+def browser() -> Iterator[Callable[..., Browser]]:
+    made: list[Browser] = []
+    log = logging.getLogger("workbench_magic")
+
+    def make(follow: bool = True) -> Browser:
+        handler = Browser(follow)
+        log.addHandler(handler)
+        made.append(handler)
+        return handler
+
+    yield make
+    for handler in made:
+        log.removeHandler(handler)
+
+
+def oauth_workbench(url: str, **oauth: Any) -> Workbench:
+    server = {"url": url, "auth": {"oauth": oauth} if oauth else "oauth"}
+    return Workbench(config={"toolboxes": {"o": toolbox({"srv": server})}})
+
+
+def stats(wb: Workbench) -> dict[str, int]:
+    return wb.call("o/srv/stats").data  # type: ignore[no-any-return]
+
+
+# ---- config ---------------------------------------------------------------------------------------
+def test_auth_config_shapes_and_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_auth("oauth") == AuthConfig(oauth=OAuthOptions())
+    parsed = parse_auth({"oauth": {"client_id": "cid", "client_secret": "csecret-1", "scopes": ["a", "b"]}})
+    assert parsed == AuthConfig(oauth=OAuthOptions(client_id="cid", client_secret="csecret-1", scopes=("a", "b")))
+    monkeypatch.setenv("REMOTE_TOKEN", "bearer-from-env")
+    monkeypatch.setenv("CLIENT_SECRET", "secret-from-env")
+    config = load_config(
+        {
+            "toolboxes": {
+                "r": toolbox(
+                    {
+                        "b": {"url": "https://b.example/mcp", "auth": {"bearer": "${REMOTE_TOKEN}"}},
+                        "o": {"url": "https://o.example/mcp", "auth": {"oauth": {"client_secret": "${CLIENT_SECRET}"}}},
+                    }
+                )
+            }
+        }
+    )
+    b, o = config.server("r", "b"), config.server("r", "o")
+    assert b.auth == AuthConfig(bearer="bearer-from-env")
+    assert o.auth is not None and o.auth.oauth is not None and o.auth.oauth.client_secret == "secret-from-env"
+    assert {"bearer-from-env", "secret-from-env"} <= config.secrets
+    assert mask("Authorization: Bearer bearer-from-env", b.secrets) == "Authorization: Bearer ***"
+    shown = repr(config) + ConfigView(config).text()
+    assert "bearer-from-env" not in shown and "secret-from-env" not in shown
+    assert "auth: bearer" in ConfigView(config).text() and "auth: oauth" in ConfigView(config).text()
+
+
+@pytest.mark.parametrize(
+    ("auth", "expected"),
+    [
+        ("basic", "unknown auth 'basic'"),
+        ({"bearer": ""}, "'bearer' must be a non-empty string"),
+        ({"oauth": {"scope": "x"}}, "unknown oauth key 'scope'"),
+        ({"oauth": {"scopes": [1]}}, "'scopes' must be a list of strings"),
+        ({"bearer": "t", "oauth": {}}, "unknown auth"),
+    ],
+)
+def test_bad_auth_is_one_line_with_its_path(auth: Any, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({"toolboxes": {"r": toolbox({"s": {"url": "https://x.example/mcp", "auth": auth}})}})
+    message = str(info.value)
+    assert len(message.splitlines()) == 1 and expected in message and "toolboxes.r.mcpServers.s.auth" in message
+
+
+def test_auth_on_a_stdio_server_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"auth: only applies to HTTP servers"):
+        load_config({"toolboxes": {"r": toolbox({"s": stdio_server(auth={"bearer": "abcdef"})})}})
+
+
+def test_the_token_directory_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TOKEN_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert token_dir() == tmp_path / "xdg" / "workbench-magic" / "tokens"
+    monkeypatch.setenv(TOKEN_DIR_ENV, str(tmp_path / "mine"))
+    assert token_path("https://h.example/mcp").parent == tmp_path / "mine"
+    assert token_path("https://h.example/mcp") != token_path("https://h.example/other")
+
+
+# ---- bearer ---------------------------------------------------------------------------------------
+def test_bearer_token_reaches_a_token_protected_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our own `serve --token` as the remote server: with the token it answers, without it refuses."""
+    inner = write_config(
+        tmp_path / "inner.json", {"toolboxes": {"in": toolbox({"s": stdio_server("--name", "inner")})}}
+    )
+    port = free_port()
+    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(inner), "--transport", "http"]
+    proc = start([*command, "--port", str(port), "--token", "bearer-secret-1"], port)
+    monkeypatch.setenv("REMOTE_TOKEN", "bearer-secret-1")
+    url = f"http://127.0.0.1:{port}/mcp"
+    servers = {"good": {"url": url, "auth": {"bearer": "${REMOTE_TOKEN}"}}, "none": {"url": url}}
+    wb = Workbench(config={"toolboxes": {"r": toolbox(servers)}})
+    try:
+        box = wb.open("r")
+        assert box.servers["good"].connected and not box.servers["none"].connected
+        assert "Server returned an error response" in (box.servers["none"].error or "")
+        wb.call("r/good/open_toolbox", {"toolbox": "in"})
+        who = wb.call("r/good/use_tool", {"tool": {"toolbox": "in", "server": "s", "name": "whoami"}})
+        assert who.text == "inner"
+        assert "bearer-secret-1" not in repr(wb.history) + repr(wb.status()) + wb.logs("r/good")
+    finally:
+        wb.close_all()
+        stop(proc)
+
+
+# ---- OAuth ----------------------------------------------------------------------------------------
+def test_oauth_end_to_end_register_authorize_refresh_reuse_logout(
+    oauth_url: str, browser: Callable[..., Browser]
+) -> None:
+    person = browser()
+    wb = oauth_workbench(oauth_url, scopes=["read"])
+    try:
+        box = wb.open("o")
+        assert box.servers["srv"].connected, box.servers["srv"].error
+        assert len(person.links) == 1 and "code_challenge=" in person.links[0] and "scope=read" in person.links[0]
+        redirect = person.redirects[0]
+        assert redirect.startswith("http://127.0.0.1:") and "/callback?code=" in redirect
+        assert stats(wb) == {"registered": 1, "authorized": 1, "refreshed": 0, "rejected": 0}
+
+        path = token_path(oauth_url)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        stored = path.read_text()
+        client_id = wb.call("o/srv/whoami").text
+        assert client_id in stored and '"refresh_token"' in stored
+        first_token = re.search(r'"access_token": "([^"]+)"', stored).group(1)  # type: ignore[union-attr]
+
+        time.sleep(TTL + 1)  # the access token expires; the next request refreshes it first
+        assert wb.call("o/srv/whoami").text == client_id
+        counts = stats(wb)
+        assert counts["refreshed"] == 1 and counts["authorized"] == 1 and counts["rejected"] == 0
+        assert first_token not in path.read_text() and len(person.links) == 1
+        shown = repr(wb.history) + repr(wb.status()) + wb.logs("o/srv")
+        assert (
+            first_token not in shown and re.search(r'"access_token": "([^"]+)"', path.read_text()).group(1) not in shown
+        )  # type: ignore[union-attr]
+    finally:
+        wb.close_all()
+
+    # a new process: the stored tokens (expired by now) are refreshed, nobody is asked
+    time.sleep(TTL + 1)
+    again = oauth_workbench(oauth_url, scopes=["read"])
+    try:
+        assert again.call("o/srv/whoami").text == client_id
+        counts = stats(again)
+        assert counts["authorized"] == 1 and counts["refreshed"] == 2 and len(person.links) == 1
+        assert again.logout("o/srv") == ["srv"] and not token_path(oauth_url).exists()
+        assert again.logout("o") == []  # nothing left to forget
+    finally:
+        again.close_all()
+
+    # after logout the next connect registers and asks again
+    fresh = oauth_workbench(oauth_url, scopes=["read"])
+    try:
+        assert fresh.call("o/srv/whoami").text != client_id
+        assert stats(fresh)["registered"] == 2 and stats(fresh)["authorized"] == 2 and len(person.links) == 2
+    finally:
+        fresh.close_all()
+
+
+def test_oauth_with_the_redirect_pasted(
+    oauth_url: str, browser: Callable[..., Browser], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`"paste": true` (a kernel away from the browser): the person pastes the URL they were sent to."""
+    person = browser(follow=False)
+    prompts: list[str] = []
+
+    def paste(prompt: str) -> str:
+        prompts.append(prompt)
+        assert person.ready.wait(10)
+        return person.redirects[-1]
+
+    monkeypatch.setattr("builtins.input", paste)
+    wb = oauth_workbench(oauth_url, paste=True)
+    try:
+        assert wb.call("o/srv/whoami").text
+        assert len(prompts) == 1 and "paste the URL your browser was sent to" in prompts[0]
+        assert stats(wb)["authorized"] == 1
+    finally:
+        wb.close_all()
+
+
+def test_oauth_with_a_preregistered_client(
+    oauth_url: str, browser: Callable[..., Browser], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `client_id` skips dynamic registration (the server refuses unknown clients, so register it
+    first). The authorize link reaches the thread that opened the server (a notebook cell's)."""
+    browser()
+    shown: list[tuple[str, str, str]] = []
+    monkeypatch.setattr(
+        "workbench_magic.engine.auth._display_link",
+        lambda where, url: shown.append((where, url, threading.current_thread().name)),
+    )
+    registered = httpx.post(
+        oauth_url.replace("/mcp", "/register"),
+        json={"redirect_uris": [f"http://127.0.0.1:{free_port()}/callback"], "token_endpoint_auth_method": "none"},
+        timeout=10,
+    ).json()
+    port = int(registered["redirect_uris"][0].split(":")[2].split("/")[0])
+    wb = oauth_workbench(oauth_url, client_id=registered["client_id"], redirect_port=port)
+    try:
+        assert wb.call("o/srv/whoami").text == registered["client_id"]
+        assert stats(wb)["registered"] == 1  # only ours, above
+        assert len(shown) == 1 and shown[0][0] == oauth_url and "/authorize?" in shown[0][1]
+        assert shown[0][2] == threading.current_thread().name  # shown where the call was made
+    finally:
+        wb.close_all()
+
+
+def test_logout_names_what_it_cannot_find() -> None:
+    wb = Workbench(config={"toolboxes": {"o": toolbox({"srv": {"url": "https://o.example/mcp", "auth": "oauth"}})}})
+    with pytest.raises(WorkbenchError, match="Server 'nope' not found in toolbox 'o'"):
+        wb.logout("o/nope")
+    assert wb.logout("o") == []
+    assert not os.environ.get("NO_SUCH")  # nothing else was touched

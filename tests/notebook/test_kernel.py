@@ -1,0 +1,238 @@
+"""The magics in a real IPython kernel driven over jupyter_client: interrupts, errors, shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import children, stdio_server, toolbox, write_config
+from jupyter_client.manager import KernelManager
+
+
+class Kernel:
+    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(cwd=str(cwd), env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def execute(
+        self, code: str, timeout: float = 60, *, cell_id: str | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run code (as cell `cell_id`, as JupyterLab sends it); return (execute_reply content,
+        iopub messages of this request)."""
+        if cell_id is None:
+            msg_id = self.kc.execute(code)
+        else:
+            content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
+            content["allow_stdin"] = False
+            msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+            self.kc.shell_channel.send(msg)
+            msg_id = msg["header"]["msg_id"]
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"], self.drain(msg_id)
+
+    def drain(self, msg_id: str, timeout: float = 10) -> list[dict[str, Any]]:
+        messages = []
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return messages
+
+    def shutdown(self) -> None:
+        if self.km.has_kernel:
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=False)
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[Kernel]:
+    config = write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
+    yield k
+    k.shutdown()
+
+
+def text_of(messages: list[dict[str, Any]]) -> str:
+    parts = []
+    for msg in messages:
+        content = msg["content"]
+        parts.append(content.get("text", ""))
+        parts.append(str(content.get("data", {}).get("text/plain", "")))
+    return "".join(parts)
+
+
+def test_interrupt_returns_at_once_and_cancels_on_the_server(kernel: Kernel) -> None:
+    reply, _ = kernel.execute("%load_ext workbench_magic\n%workbench open t")
+    assert reply["status"] == "ok"
+    msg_id = kernel.kc.execute("%%use_tool t/s/slow\nsteps: 600\ndelay: 0.05")
+    # wait until progress shows the call is running on the server
+    while True:
+        msg = kernel.kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and "t/s/slow: " in text_of([msg]):
+            break
+    started = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    elapsed = time.monotonic() - started
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert elapsed < 3, f"interrupt took {elapsed:.2f} s"
+    kernel.drain(msg_id)
+    # the connection is still usable, and the server saw the cancellation
+    reply, out = kernel.execute("%use_tool t/s/echo text=alive")
+    assert reply["status"] == "ok" and "alive" in text_of(out)
+    reply, out = kernel.execute("print(get_ipython().run_line_magic('workbench', 'logs t/s'))")
+    assert "cancelled" in text_of(out)
+
+
+def test_errors_are_one_line_error_messages_in_the_kernel(kernel: Kernel) -> None:
+    kernel.execute("%load_ext workbench_magic")
+    reply, out = kernel.execute("%%use_tool t/s/fail\nmessage: nope")
+    assert reply["status"] == "error"
+    assert reply["ename"] == "ToolError"
+    errors = [m["content"] for m in out if m["msg_type"] == "error"]
+    assert len(errors) == 1
+    assert errors[0]["traceback"] == ["ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): nope"]
+    # the failed result was shown before the error
+    assert "ToolResult t/s/fail [error" in text_of(out)
+    reply, _ = kernel.execute("%workbench bogus")
+    assert reply["ename"] == "UsageError"
+
+
+def test_top_level_await_in_the_kernel(kernel: Kernel) -> None:
+    kernel.execute("%load_ext workbench_magic\nfrom workbench_magic import Workbench\nwb = Workbench.shared()")
+    reply, out = kernel.execute("r = await wb.acall('t/s/echo', {'text': 'awaited'})\nprint(r.text)")
+    assert reply["status"] == "ok" and "awaited" in text_of(out)
+    reply, out = kernel.execute("%use_tool t/s/echo text=magic-after-await")
+    assert reply["status"] == "ok" and "magic-after-await" in text_of(out)
+
+
+@pytest.mark.parametrize("how", ["shutdown", "restart"])
+def test_kernel_shutdown_and_restart_end_the_servers(kernel: Kernel, how: str) -> None:
+    code = (
+        "%load_ext workbench_magic\n%workbench open t\nimport json, os\n"
+        "kids = [int(p) for p in os.listdir('/proc') if p.isdigit() and "
+        "open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]\n"
+        "print(json.dumps(kids))"
+    )
+    reply, out = kernel.execute(code)
+    assert reply["status"] == "ok"
+    pids = json.loads(text_of(out).strip().splitlines()[-1])
+    assert pids
+    if how == "restart":
+        kernel.km.restart_kernel(now=False)
+        kernel.kc.wait_for_ready(timeout=60)
+    else:
+        kernel.shutdown()
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text()]
+        time.sleep(0.1)  # polling /proc for processes to be reaped: there is no event to wait on
+    assert alive == []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
+    from conftest import fault_server
+
+    config = write_config(
+        tmp_path / "workbench-config.json",
+        {"toolboxes": {"t": toolbox({"s": stdio_server()}), "mute": toolbox({"m": fault_server("--start", "silent")})}},
+    )
+    k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
+    try:
+        reply, _ = k.execute("%load_ext workbench_magic\n%workbench open t")
+        assert reply["status"] == "ok"
+        reply, out = k.execute("import os; print(os.getpid())")
+        kernel_pid = int(text_of(out).strip())
+        msg_id = k.kc.execute("%workbench open mute")
+        # inside the open once the silent server's process runs (no event tells the client that)
+        deadline = time.monotonic() + 30
+        while not any("silent" in _cmdline(pid) for pid in children(kernel_pid)):
+            assert time.monotonic() < deadline, "the open never started the server"
+            time.sleep(0.05)
+        started = time.monotonic()
+        k.km.interrupt_kernel()
+        reply = k.kc.get_shell_msg(timeout=30)
+        elapsed = time.monotonic() - started
+        print(f"interrupted open: reply after {elapsed:.2f} s")
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        # the workbench gives up within 1 s (tests/engine/test_runtime.py measures it alone); this
+        # figure adds the signal's delivery and the kernel's reply
+        assert elapsed < 2.0
+        k.drain(msg_id)
+        started = time.monotonic()
+        reply, out = k.execute("%use_tool mute/m/anything")
+        answered = time.monotonic() - started
+        print(f"next call on it answered in {answered:.2f} s")
+        assert reply["ename"] == "ConnectError" and answered < 2.0
+        assert "cancelled while connecting" in reply["evalue"]
+        reply, out = k.execute("print(repr(get_ipython().run_line_magic('workbench', 'status')))")
+        assert "m: failed (stdio) Failed to connect to server 'm' in toolbox 'mute': cancelled while connecting" in (
+            text_of(out)
+        )
+        deadline = time.monotonic() + 10
+        while any("silent" in _cmdline(pid) for pid in children(kernel_pid)):
+            assert time.monotonic() < deadline, "the half-open server's process outlived the interrupt"
+            time.sleep(0.05)
+    finally:
+        k.shutdown()
+
+
+def test_elicitation_asks_the_person_with_input_in_a_kernel(tmp_path: Path) -> None:
+    """A sync %%use_tool asks field by field on the kernel's stdin; the test types the answers."""
+    from conftest import PYTHON, SERVERS
+
+    config = write_config(
+        tmp_path / "workbench-config.json",
+        {"toolboxes": {"t": toolbox({"cs": {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}})}},
+    )
+    k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
+    try:
+        reply, _ = k.execute("%load_ext workbench_magic\n%workbench open t")
+        assert reply["status"] == "ok"
+        msg_id = k.kc.execute("%%use_tool t/cs/ask_person\nmessage: Who is there?", allow_stdin=True)
+        prompts = []
+        for answer in ("Ada", "x", "36", "blue", "y"):
+            request = k.kc.get_stdin_msg(timeout=30)
+            assert request["msg_type"] == "input_request"
+            prompts.append(request["content"]["prompt"])
+            k.kc.input(answer)
+        reply = k.kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        out = text_of(k.drain(msg_id))
+        assert prompts[0] == "  Name (string) - Your name: "  # the schema's title and description
+        assert prompts[1].startswith("  Age (integer, optional)") and prompts[2] == prompts[1]  # "x" is asked again
+        assert prompts[3].startswith("  Color (red/green/blue, optional)") and prompts[3].endswith("[green]: ")
+        assert prompts[4].startswith("  Subscribe (y/n, optional)")
+        assert "t/cs asks: Who is there?" in out and "expected a whole number; try again" in out
+        assert '"action": "accept"' in out and '"name": "Ada"' in out and '"age": 36' in out
+        assert '"color": "blue"' in out and '"subscribe": true' in out
+        # an empty answer to a required field declines
+        msg_id = k.kc.execute("%use_tool t/cs/ask_person", allow_stdin=True)
+        assert k.kc.get_stdin_msg(timeout=30)["msg_type"] == "input_request"
+        k.kc.input("")
+        reply = k.kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "ok"
+        assert '"action": "decline"' in text_of(k.drain(msg_id))
+    finally:
+        k.shutdown()

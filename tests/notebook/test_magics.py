@@ -1,0 +1,362 @@
+"""The magics in a real IPython shell against real servers (the shell fixture JupySQL uses)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import ROOT, children, stdio_server, toolbox
+from IPython.core.interactiveshell import InteractiveShell
+
+from workbench_magic import ToolResult, Workbench
+from workbench_magic.vocabulary.results import History, ToolList
+
+
+@pytest.fixture
+def ip(make_workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()}, "test box"), "demo2": toolbox({})}})
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    yield shell
+    shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+def run(shell: InteractiveShell, code: str) -> Any:
+    result = shell.run_cell(code)
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    return result.result
+
+
+def error_of(shell: InteractiveShell, code: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run a cell that must fail; return what the user sees (stdout + stderr)."""
+    capsys.readouterr()
+    result = shell.run_cell(code)
+    assert result.error_in_exec is not None or result.error_before_exec is not None
+    out = capsys.readouterr()
+    return (out.out + out.err).strip()
+
+
+def test_load_ext_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+        "ip = InteractiveShell.instance()\nip.run_line_magic('load_ext', 'workbench_magic')\n"
+        "print('mcp' in sys.modules, 'pydantic' in sys.modules, 'workbench' in ip.magics_manager.magics['line'], "
+        "'use_tool' in ip.magics_manager.magics['cell'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["False", "False", "True", "True"]
+
+
+def test_status_help_list_and_config(ip: InteractiveShell) -> None:
+    status = run(ip, "%workbench")
+    assert "config: <dict>" in repr(status) and "t [closed]: test box" in repr(status)
+    assert "<b>t</b>" in status._repr_html_()
+    overview = repr(run(ip, "%workbench help"))
+    assert "%workbench open TOOLBOX" in overview and "%%use_tool" in overview
+    assert repr(run(ip, "%workbench help describe")).startswith("%workbench describe TOOLBOX/SERVER/TOOL")
+    listed = run(ip, "%workbench list")
+    assert [t.name for t in listed] == ["t", "demo2"]
+    config = repr(run(ip, "%workbench config"))
+    assert "s (stdio):" in config and "testserver.py" in config
+
+
+def test_open_tools_describe_and_history(ip: InteractiveShell) -> None:
+    box = run(ip, "%workbench open t")
+    assert box.name == "t" and box.failed == {}
+    assert "1/1 servers connected" in box._repr_html_()
+    tools = run(ip, "%workbench tools t/s")
+    assert isinstance(tools, ToolList) and "t/s/echo" in repr(tools)
+    found = run(ip, "%workbench tools --search nested")
+    assert [t.name for t in found] == ["nested"]
+    described = run(ip, "%workbench describe t/s/nested")
+    text = repr(described)
+    assert "input schema:" in text and '"$defs"' in text
+    cell = described.example_cell()
+    assert cell.startswith("%%use_tool t/s/nested\nconfig:")
+    # the example cell is a working cell
+    ip.user_ns["_example"] = cell
+    result = run(ip, cell)
+    assert isinstance(result, ToolResult) and not result.is_error
+    assert isinstance(run(ip, "%workbench history"), History)
+
+
+def test_use_tool_cell_yaml_json_and_variables(ip: InteractiveShell) -> None:
+    run(ip, "%workbench open t")
+    result = run(ip, "%%use_tool t/s/echo\ntext: hello yaml")
+    assert result.text == "hello yaml"
+    assert ip.user_ns["_"] is result
+    assert run(ip, '%%use_tool t/s/add\n{"a": 1, "b": 2.5}').data == {"sum": 3.5}
+    import numpy as np
+    import pandas as pd
+
+    ip.user_ns.update(n=np.int64(4), values=np.array([1, 2]), frame=pd.DataFrame({"id": [1], "name": ["x"]}))
+    assert run(ip, "%%use_tool t/s/add\na: $n\nb: 1").data == {"sum": 5}
+    assert run(ip, "%%use_tool t/s/table\nn: $n").to_pandas().shape[0] == 4
+    assert run(ip, "%%use_tool t/s/echo\ntext: $$n").text == "$n"
+    run(ip, "%%use_tool t/s/echo -o saved\ntext: kept")
+    assert ip.user_ns["saved"].text == "kept"
+    nested = run(ip, "%%use_tool t/s/nested\nconfig:\n  name: x\n  inner: {label: y}\n  values: $values")
+    assert nested.data["values"] == [1, 2]
+
+
+def test_use_tool_line_magic(ip: InteractiveShell) -> None:
+    run(ip, "%workbench open t")
+    run(ip, "r = %use_tool t/s/add a=2 b=40")
+    assert ip.user_ns["r"].data == {"sum": 42}
+    ip.user_ns["word"] = "from python"
+    assert run(ip, "%use_tool t/s/echo text=$word").text == "from python"
+    assert run(ip, "%use_tool t/s/echo 'text=two words'").text == "two words"
+
+
+def test_tool_error_shows_result_and_raises_short_error(ip: InteractiveShell, capsys) -> None:
+    run(ip, "%workbench open t")
+    seen = error_of(ip, "%%use_tool t/s/fail\nmessage: broken on purpose", capsys)
+    assert seen.splitlines()[-1] == (
+        "ToolError: Error executing tool 'fail' in server 's' (toolbox 't'): broken on purpose"
+    )
+    assert "ToolResult t/s/fail [error" in seen  # the result is shown before the error
+    assert "Traceback" not in seen
+    kept = run(ip, "%%use_tool t/s/fail --no-raise\nmessage: keep going")
+    assert kept.is_error
+    run(ip, "%config Workbench.raise_on_error = False")
+    assert run(ip, "%use_tool t/s/fail message=again").is_error
+    run(ip, "%config Workbench.raise_on_error = True")
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("%workbench frobnicate", "UsageError: Unknown subcommand 'frobnicate'. Subcommands: status, help,"),
+        ("%workbench opn t", "UsageError: Unknown subcommand 'opn'. Did you mean 'open'?"),
+        ("%workbench open", "UsageError: %workbench open: the following arguments are required: toolboxes."),
+        ("%workbench open nope", "ToolboxNotFoundError: Toolbox 'nope' not found. Available toolboxes: demo2, t"),
+        ("%%use_tool /s/echo\ntext: x", "InvalidIdentifierError: Invalid tool identifier: toolbox cannot be empty"),
+        ("%%use_tool t/x/echo\ntext: x", "ServerNotFoundError: Server 'x' not found in toolbox 't'"),
+        ("%use_tool t/s/nope", "ToolNotFoundError: Tool 'nope' not found in server 's' (toolbox 't')"),
+        (
+            "%%use_tool t/s/echo\ntext: a\n  bad: indent: here",
+            "UsageError: Invalid YAML in the %%use_tool body, line 2 column",
+        ),
+        ('%%use_tool t/s/echo\n{"text": }', "UsageError: Invalid JSON in the %%use_tool body, line 1 column 10"),
+        ("%%use_tool t/s/echo\n- a\n- b", "UsageError: The %%use_tool body must be a mapping"),
+        ("%%use_tool t/s/echo\ntext: $undefined_thing", "UsageError: Unknown variable $undefined_thing"),
+        (
+            "%%use_tool t/s/add\na: one\nb: 2",
+            "ArgumentError: Invalid arguments for tool 'add' in server 's' (toolbox 't'): argument 'a': 'one' is not",
+        ),
+        ("%use_tool t/s/echo justaword", "UsageError: Expected key=value, got 'justaword'"),
+        ("%%use_tool t/s/echo --timeout soon\ntext: x", "UsageError: %%use_tool: argument --timeout: invalid float"),
+    ],
+)
+def test_user_mistakes_give_one_clear_line(ip: InteractiveShell, capsys, cell: str, expected: str) -> None:
+    run(ip, "%workbench open t")
+    seen = error_of(ip, cell, capsys)
+    assert len(seen.splitlines()) == 1, seen
+    assert seen.startswith(expected), seen
+
+
+def test_timeout_option(ip: InteractiveShell, capsys) -> None:
+    run(ip, "%workbench open t")
+    seen = error_of(ip, "%%use_tool t/s/sleep --timeout 0.5\nseconds: 30", capsys)
+    assert seen == (
+        "CallTimeoutError: Error executing tool 'sleep' in server 's' (toolbox 't'): "
+        "timed out after 0.5 s (cancelled on the server)"
+    )
+    assert run(ip, "%use_tool t/s/echo text=alive").text == "alive"
+
+
+def test_progress_updates_one_display(ip: InteractiveShell, monkeypatch) -> None:
+    run(ip, "%workbench open t")
+    displayed: list[tuple[str, bool]] = []
+    updates: list[tuple[int, str]] = []
+    import IPython.display as display_module
+
+    class Handle:
+        def update(self, obj: Any) -> None:
+            updates.append((id(self), repr(obj)))
+
+    handles: list[Handle] = []
+
+    def fake_display(obj: Any, display_id: bool = False, **_: Any) -> Handle | None:
+        displayed.append((repr(obj), display_id))
+        if not display_id:
+            return None
+        handles.append(Handle())
+        return handles[-1]
+
+    monkeypatch.setattr(display_module, "display", fake_display)
+    result = run(ip, "%%use_tool t/s/slow\nsteps: 3\ndelay: 0.01")
+    assert result.text == "done 3 steps"
+    # one display with an id, then that same display updated in place for each later step
+    assert displayed == [("t/s/slow: 1/3 (33%) step 1/3", True)]
+    assert len(handles) == 1
+    assert updates == [
+        (id(handles[0]), "t/s/slow: 2/3 (67%) step 2/3"),
+        (id(handles[0]), "t/s/slow: 3/3 (100%) step 3/3"),
+    ]
+
+
+def test_resources_prompts_reconnect_logs(ip: InteractiveShell) -> None:
+    run(ip, "%workbench open t")
+    assert "test://hello" in repr(run(ip, "%workbench resources t"))
+    assert run(ip, "%workbench read t/s test://hello").text == "hello"
+    assert "t/s/greet" in repr(run(ip, "%workbench prompts"))
+    assert "Ada" in run(ip, "%workbench prompt t/s/greet name=Ada").text
+    run(ip, "%use_tool t/s/stderr text=written-to-stderr")
+    assert "written-to-stderr" in repr(run(ip, "%workbench logs t/s"))
+    assert run(ip, "%workbench reconnect t/s").servers["s"].status == "connected"
+
+
+def test_config_magic_lists_and_sets_traits(ip: InteractiveShell, capsys) -> None:
+    capsys.readouterr()
+    ip.run_cell("%config Workbench")
+    listing = capsys.readouterr().out
+    for trait in ("timeout", "raise_on_error", "config_path", "display_limit", "connect_timeout"):
+        assert f"Workbench.{trait}" in listing
+    run(ip, "%config Workbench.timeout = 12.5")
+    assert Workbench.shared().timeout == 12.5
+
+
+def test_completion(ip: InteractiveShell) -> None:
+    from IPython.core.completer import provisionalcompleter
+
+    run(ip, "%workbench open t")
+
+    def complete(text: str) -> list[str]:
+        with provisionalcompleter():
+            return [c.text for c in ip.Completer.completions(text, len(text))]
+
+    assert complete("%workbench op") == ["open"]
+    assert complete("%workbench help desc") == ["describe"]
+    assert set(complete("%workbench open ")) == {"t", "demo2"}
+    assert set(complete("%workbench close ")) == {"t", "demo2", "--all"}
+    assert set(complete("%workbench logs ")) == {"t/s"}
+    assert complete("%%use_tool t/s/ec") == ["t/s/echo"]
+    assert "t/s/echo" not in complete("%describe_not_ours t/s/ec")
+    assert "t/s/" in complete("%use_tool t/")
+    assert complete("%use_tool t/s/echo te") == ["text="]
+    assert complete("%%use_tool t/s/add\nb: 1\n") == ["a: ", "b: "]
+    assert complete("%%use_tool t/s/add\nb: 1\na") == ["a: "]
+    assert "a: " not in complete("%%use_tool t/s/add\nb: 1\n  a")  # nested levels are not arguments
+
+
+def test_unload_closes_every_connection(make_workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    before = children()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    shell.run_line_magic("workbench", "open t")
+    assert len(children() - before) == 1
+    shell.run_line_magic("unload_ext", "workbench_magic")
+    assert children() - before == set()
+    assert "workbench" not in shell.magics_manager.magics["line"]
+    assert wb not in shell.configurables
+
+
+def test_top_level_await_and_magics_together(ip: InteractiveShell) -> None:
+    run(ip, "%workbench open t")
+    ip.run_cell("from workbench_magic import Workbench\nwb = Workbench.shared()")
+    result = ip.run_cell("r = await wb.acall('t/s/echo', {'text': 'awaited'})")
+    assert result.error_in_exec is None
+    assert ip.user_ns["r"].text == "awaited"
+    assert run(ip, "%use_tool t/s/echo text=after").text == "after"
+
+
+def test_open_with_no_server_connected_is_one_line(make_workbench, monkeypatch, capsys) -> None:
+    wb = make_workbench(
+        {"toolboxes": {"dead": toolbox({"x": {"command": "/nonexistent/mcp-x"}}), "empty": toolbox({})}}
+    )
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        seen = error_of(shell, "%workbench open dead", capsys)
+        assert seen == (
+            "ConnectError: Failed to open toolbox 'dead': no server connected "
+            "(server 'x': command not found: /nonexistent/mcp-x)"
+        )
+        assert run(shell, "%workbench open empty").tools == []  # nothing configured, nothing failed
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+def test_server_warnings_show_on_the_progress_line_and_tab_completes_values(make_workbench, monkeypatch) -> None:
+    from conftest import PYTHON, SERVERS
+
+    server = {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}
+    wb = make_workbench({"toolboxes": {"c": toolbox({"cs": server})}})
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        run(shell, "%workbench open c")
+        import IPython.display as display_module
+
+        shown: list[str] = []
+
+        class Handle:
+            def update(self, obj: Any) -> None:
+                shown.append(repr(obj))
+
+        def fake_display(obj: Any, display_id: bool = False, **_: Any) -> Any:
+            shown.append(repr(obj))
+            return Handle() if display_id else None
+
+        monkeypatch.setattr(display_module, "display", fake_display)
+        assert run(shell, "%%use_tool c/cs/log_at\nmessage: careful").text == "logged"
+        assert shown == ["c/cs warning: careful", "c/cs error: careful"]
+        monkeypatch.undo()
+        monkeypatch.setattr(Workbench, "_shared", wb)
+        from IPython.core.completer import provisionalcompleter
+
+        def complete(text: str) -> list[str]:
+            with provisionalcompleter():
+                return [c.text for c in shell.Completer.completions(text, len(text))]
+
+        assert complete("%workbench prompt c/cs/greet ") == ["language=", "name="]
+        # IPython's token is the text after "=": the completion replaces it
+        assert sorted(complete("%workbench prompt c/cs/greet language=es")) == ["esperanto", "estonian"]
+        assert "city://{country}/{city}" in complete("%workbench read c/cs ")
+        assert sorted(complete("%workbench read c/cs city://{country}/{city} ")) == ["city=", "country="]
+        assert sorted(complete("%workbench read c/cs city://{country}/{city} country=fi")) == ["fiji", "finland"]
+        line = "%workbench read c/cs city://{country}/{city} country=finland city="
+        assert sorted(complete(line)) == ["espoo", "helsinki"]
+        assert run(shell, "%workbench read c/cs city://{country}/{city} country=france city=paris").text == (
+            "paris, france"
+        )
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+def test_workbench_add_serves_a_notebook_server(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    run(
+        ip,
+        "from mcp.server import MCPServer\n"
+        "srv = MCPServer('nb')\n"
+        "@srv.tool()\n"
+        "def double(x: int) -> int:\n"
+        "    '''Twice x.'''\n"
+        "    return 2 * x\n",
+    )
+    explored = run(ip, "%workbench add nb/calc srv")
+    assert explored.name == "nb"
+    assert run(ip, "%use_tool nb/calc/double x=21").data == {"result": 42}
+    run(ip, "srv = MCPServer('nb')\n@srv.tool()\ndef double(x: int) -> int:\n    return 3 * x\n")
+    run(ip, "%workbench add nb/calc srv")  # the cell re-run: replaced
+    assert run(ip, "%use_tool nb/calc/double x=2").data == {"result": 6}
+    from IPython.core.completer import provisionalcompleter
+
+    with provisionalcompleter():
+        offered = [c.text for c in ip.Completer.completions("%workbench add nb/calc s", 24)]
+    assert offered == ["srv"]
+    assert (
+        error_of(ip, "%workbench add nb/calc nothing_here", capsys)
+        .strip()
+        .endswith("Name 'nothing_here' is not defined. Define the server in a cell first")
+    )

@@ -1,0 +1,198 @@
+"""Attribute access to opened toolboxes: `box.server.tool(arg=...)`, tab-completable.
+
+`OpenedToolbox` is a live view: every property reads the workbench's current snapshot.
+Only the public `Workbench` API is used here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.vocabulary.errors import ServerNotFoundError, WorkbenchError
+from workbench_magic.vocabulary.results import (
+    ServerStatus,
+    ToolInfo,
+    ToolList,
+    ToolResult,
+    status_table_html,
+    tools_table_html,
+)
+
+if TYPE_CHECKING:
+    from workbench_magic.api.workbench import Workbench
+
+
+class OpenedToolbox:
+    """A live view of an opened toolbox.
+
+    `.servers` (status, protocol, error per server), `.tools`, `.failed` (server -> reason),
+    and attribute access to tools: `box.datasets.query(dataset="penguins")`.
+    """
+
+    def __init__(self, workbench: Workbench, name: str) -> None:
+        self._wb = workbench
+        self.name = name
+
+    @property
+    def workbench(self) -> Workbench:
+        return self._wb
+
+    @property
+    def description(self) -> str:
+        return self._wb.toolbox_state(self.name).description
+
+    @property
+    def servers(self) -> dict[str, ServerStatus]:
+        return dict(self._wb.toolbox_state(self.name).servers)
+
+    @property
+    def connected(self) -> list[str]:
+        return [s for s, st in self.servers.items() if st.connected]
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Servers that could not connect, with the `Failed to connect to server ...` reason."""
+        return {s: st.error or st.status for s, st in self.servers.items() if st.status == "failed"}
+
+    @property
+    def tools(self) -> ToolList:
+        return self._wb.tools(self.name)
+
+    def call(self, identifier: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolResult:
+        """Call `server/tool` of this toolbox."""
+        return self._wb.call(f"{self.name}/{identifier}", arguments, **kwargs)
+
+    def close(self) -> None:
+        self._wb.close(self.name)
+
+    def __getattr__(self, server: str) -> ServerProxy:
+        if server.startswith("_"):
+            raise AttributeError(server)
+        try:
+            self._check(server)
+        except WorkbenchError as exc:
+            raise AttributeError(str(exc)) from None
+        return ServerProxy(self._wb, self.name, server)
+
+    def __getitem__(self, server: str) -> ServerProxy:
+        self._check(server)
+        return ServerProxy(self._wb, self.name, server)
+
+    def _check(self, server: str) -> None:
+        if server not in self._wb.toolbox_state(self.name).servers:
+            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{self.name}'")
+
+    def __dir__(self) -> Iterable[str]:
+        names = [s for s in self.servers if s.isidentifier() and not keyword.iskeyword(s)]
+        return [*super().__dir__(), *names]
+
+    def _summary(self) -> str:
+        servers = self.servers
+        ok = sum(1 for s in servers.values() if s.connected)
+        tools = sum(s.tool_count for s in servers.values())
+        return f"Toolbox '{self.name}': {ok}/{len(servers)} servers connected, {tools} tools"
+
+    def __repr__(self) -> str:
+        lines = [self._summary()]
+        lines += [f"  {st!r}" for st in self.servers.values()]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        import html
+
+        limit = self._wb.display_limit
+        return (
+            f"<div><b>{html.escape(self._summary())}</b><br/><i>{html.escape(self.description)}</i>"
+            f"{status_table_html(self.servers.values())}{tools_table_html(self.tools, limit)}</div>"
+        )
+
+
+class ServerProxy:
+    """`box.server`: tools of one server as methods (`box.server.tool(arg=...)`)."""
+
+    def __init__(self, workbench: Workbench, toolbox: str, server: str) -> None:
+        self._wb = workbench
+        self._toolbox = toolbox
+        self._server = server
+
+    @property
+    def status(self) -> ServerStatus:
+        servers = self._wb.toolbox_state(self._toolbox).servers
+        if self._server not in servers:
+            raise ServerNotFoundError(f"Server '{self._server}' not found in toolbox '{self._toolbox}'")
+        return servers[self._server]
+
+    @property
+    def tools(self) -> ToolList:
+        return self._wb.tools(f"{self._toolbox}/{self._server}")
+
+    def _tool(self, name: str) -> ToolInfo:
+        return self._wb.tool(f"{self._toolbox}/{self._server}/{name}")
+
+    def __getattr__(self, name: str) -> ToolCallable:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return ToolCallable(self._wb, self._tool(name))
+        except WorkbenchError as exc:
+            raise AttributeError(str(exc)) from None
+
+    def __getitem__(self, name: str) -> ToolCallable:
+        return ToolCallable(self._wb, self._tool(name))
+
+    def __dir__(self) -> Iterable[str]:
+        names = [t.name for t in self.tools if t.name.isidentifier() and not keyword.iskeyword(t.name)]
+        return [*super().__dir__(), *names]
+
+    def __repr__(self) -> str:
+        return f"{self.status!r}\n{self.tools!r}"
+
+
+_JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+
+class ToolCallable:
+    """One tool as a Python callable whose signature comes from its input schema."""
+
+    def __init__(self, workbench: Workbench, tool: ToolInfo) -> None:
+        self._wb = workbench
+        self.tool = tool
+        self.__name__ = tool.name
+        self.__doc__ = tool.description or ""
+        self.__signature__ = _signature(tool)
+
+    def __call__(self, *args: Any, timeout: float | None = None, **kwargs: Any) -> ToolResult:
+        params = list(self.tool.parameters)
+        if len(args) > len(params):
+            raise TypeError(f"{self.tool.name}() takes at most {len(params)} positional arguments")
+        kwargs.update(zip(params, args, strict=False))
+        return self._wb.call(self.tool.identifier, kwargs, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.tool.path}{self.__signature__}>"
+
+
+def _signature(tool: ToolInfo) -> inspect.Signature:
+    required = set(tool.required)
+    params: list[inspect.Parameter] = []
+    optional: list[inspect.Parameter] = []
+    for name, spec in tool.parameters.items():
+        if not name.isidentifier() or keyword.iskeyword(name):
+            continue
+        spec = spec if isinstance(spec, dict) else {}
+        annotation = _JSON_TYPES.get(spec.get("type", ""), inspect.Parameter.empty)
+        if name in required:
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
+        else:
+            default = spec.get("default", None)
+            optional.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            )
+    timeout = inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=None)
+    return inspect.Signature([*params, *optional, timeout])

@@ -1,0 +1,574 @@
+"""`Workbench`: the face the magics, the widgets and `serve` use.
+
+A thin face over the async core (`core.Core`) that lives on the loop thread
+(`runtime.LoopThread`). Sync methods hand the core a coroutine and wait (Ctrl-C cancels it);
+`acall`/`aopen`/`aclose` await it from another event loop; reads (`status`, `toolboxes`,
+`tools`, `search`) use the core's immutable snapshot and never touch loop-owned state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import weakref
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
+from traitlets.config import Config, Configurable
+
+from workbench_magic.api.features import ServerFeatures, parse_identifier, parse_target, root_uris
+from workbench_magic.api.toolboxes import OpenedToolbox
+from workbench_magic.engine.clientside import (
+    LOG_LEVELS,
+    ElicitationHandler,
+    SamplingHandler,
+)
+from workbench_magic.engine.core import BoxState, Core, Event, Options
+from workbench_magic.engine.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
+from workbench_magic.engine.tape import Recording, Tape
+from workbench_magic.vocabulary.errors import NotFoundError, UsageError, WorkbenchError
+from workbench_magic.vocabulary.results import (
+    History,
+    ServerStatus,
+    ToolboxInfo,
+    ToolboxList,
+    ToolInfo,
+    ToolList,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.engine.connection import ProgressCallback
+
+logger = logging.getLogger("workbench_magic")
+T = TypeVar("T")
+
+
+def _widget_asker() -> Any:
+    """In a kernel, ask with a widget form (its clicks reach the waiting coroutine); else `input()`."""
+    from workbench_magic.api.asking import TerminalAsker
+
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover
+        shell = None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        from workbench_magic.notebook.widgets.asking import WidgetAsker
+
+        return WidgetAsker()
+    return TerminalAsker()
+
+
+__all__ = ["Call", "OpenedToolbox", "Workbench"]
+
+
+# Schema checks load jsonschema-rs: import them on first use, so `%load_ext` stays fast.
+def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
+    from workbench_magic.engine.schema import validate_arguments as validate
+
+    validate(tool, arguments)
+
+
+_instances: weakref.WeakSet[Workbench] = weakref.WeakSet()
+
+
+def _close_everything() -> None:
+    for wb in list(_instances):
+        try:
+            wb.close_all()
+        except BaseException:
+            pass
+
+
+atexit.register(_close_everything)
+
+
+class Workbench(ServerFeatures, Configurable):
+    """Toolboxes of MCP servers, opened on demand, called from Python.
+
+    `Workbench.shared()` is the kernel-wide instance the magics use; `Workbench(config=...)`
+    makes an independent one (a path, a dict, a `WorkbenchConfig`, or None to discover).
+    Settings are traitlets (`%config Workbench.timeout = 60`).
+    """
+
+    timeout = Float(60.0, help="Default seconds per tool call (a server's `timeout` and --timeout win).").tag(
+        config=True
+    )
+    connect_timeout = Float(30.0, help="Seconds a server may take to start and answer the handshake.").tag(config=True)
+    raise_on_error = Bool(True, help="%%use_tool raises ToolError when a tool reports an error.").tag(config=True)
+    validate_arguments = Bool(True, help="Check arguments against the tool's input schema first.").tag(config=True)
+    display_limit = Int(50, help="Rows shown in tables of tools, records and history.").tag(config=True)
+    history_limit = Int(10_000, help="Calls kept in `history` (oldest first out).").tag(config=True)
+    server_log_level = CaselessStrEnum(
+        LOG_LEVELS, default_value="info", help="Lowest level of the log messages servers are asked to send."
+    ).tag(config=True)
+    render_apps = Bool(True, help="Offer servers the MCP Apps extension and render tool UIs in the notebook.").tag(
+        config=True
+    )
+    config_path = Unicode(
+        None, allow_none=True, help="Config file; unset = $WORKBENCH_CONFIG, ./workbench-config.json, demo."
+    ).tag(config=True)
+
+    _shared: ClassVar[Workbench | None] = None
+
+    def __init__(
+        self,
+        config: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | Config | None = None,
+        *,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        roots: list[str] | tuple[str, ...] | str | None = None,
+        record: str | os.PathLike[str] | None = None,
+        replay: str | os.PathLike[str] | None = None,
+        replay_mode: str = "strict",
+        **kwargs: Any,
+    ) -> None:
+        self._handlers: dict[str, Any] = {
+            "sampling_handler": None,
+            "elicitation_handler": None,
+            "roots": root_uris(roots) if roots is not None else (),  # none until set: servers keep their own
+        }
+        if isinstance(config, Config):
+            super().__init__(config=config, **kwargs)
+            config = None
+        else:
+            super().__init__(**kwargs)
+        self._loop = LoopThread.get()
+        self._core = Core(self._options())
+        self._tape = Tape()
+        self._core.connection_factory = self._tape.connection
+        if sampling_handler is not None:
+            self.sampling_handler = sampling_handler
+        if elicitation_handler is not None:
+            self.elicitation_handler = elicitation_handler
+        self._source = config
+        self._added: dict[tuple[str, str], ServerConfig] = {}
+        # An explicit config is loaded (and checked) now; discovery waits for first use.
+        self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
+        _instances.add(self)
+        if replay is not None:
+            self.replay(replay, mode=replay_mode)
+        if record is not None:
+            self.record(record)
+
+    # ---- settings -----------------------------------------------------------------------
+    def _options(self) -> Options:
+        return Options(
+            timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
+            validate_arguments=self.validate_arguments,
+            history_limit=self.history_limit,
+            server_log_level=self.server_log_level,
+            render_apps=self.render_apps,
+            **self._handlers,
+        )
+
+    @observe("timeout", "connect_timeout", "validate_arguments", "history_limit", "server_log_level", "render_apps")
+    def _options_changed(self, change: Any) -> None:
+        self._push_options()
+
+    def _push_options(self) -> None:
+        core = getattr(self, "_core", None)
+        if core is not None:
+            # Queued in order: a call made after this assignment sees the new options.
+            self._loop.loop.call_soon_threadsafe(core.set_options, self._options())
+
+    def _load(self, source: Any) -> WorkbenchConfig:
+        from workbench_magic.config.models import WorkbenchConfig, load_config, parse_config
+
+        if isinstance(source, WorkbenchConfig):
+            return load_config(source)
+        if isinstance(source, Mapping):
+            return parse_config(dict(source), "<dict>")
+        return load_config(source if source is not None else self.config_path)
+
+    @observe("config_path")
+    def _config_path_changed(self, change: Any) -> None:
+        if hasattr(self, "_settings"):
+            self.load_config(change["new"])
+
+    @property
+    def settings(self) -> WorkbenchConfig:
+        """The loaded toolbox config (with the servers added from the notebook)."""
+        if self._settings is None:
+            self._settings = self._with_added(self._load(self._source))
+        return self._tape.with_cassettes(self._settings)
+
+    def _with_added(self, config: WorkbenchConfig) -> WorkbenchConfig:
+        from workbench_magic.config.models import with_server
+
+        for (toolbox, name), server in self._added.items():
+            config = with_server(config, toolbox, name, server)
+        return config
+
+    @property
+    def config_source(self) -> str:
+        """Where the config came from (a path or `<embedded default>`)."""
+        return self.settings.source
+
+    def load_config(self, source: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | None) -> None:
+        """Load another config. Open toolboxes stay open until closed; servers added from the
+        notebook stay."""
+        self._settings = self._with_added(self._load(source))
+        self._source = source
+
+    @classmethod
+    def shared(cls) -> Workbench:
+        """The kernel-wide instance (created on first use)."""
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
+
+    # ---- running on the loop ----------------------------------------------------------
+    def _run(self, coro: Any, channel: QueueChannel | None = None) -> Any:
+        return self._loop.run(coro, channel)
+
+    @staticmethod
+    def _channel(server_log: Callable[[str], None] | None = None) -> QueueChannel:
+        """The way back to this (waiting) thread: it asks the person with `input()`."""
+        from workbench_magic.api.asking import TerminalAsker
+
+        return QueueChannel(asker=TerminalAsker(), notice=server_log)
+
+    def run_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the workbench's loop thread and wait for it (Ctrl-C cancels it).
+
+        For a server in front of the workbench (`serve`): its requests then reach the
+        connections without a thread hop, and `acall` from it awaits the call directly.
+        """
+        return self._loop.run(coro)
+
+    async def _arun(self, coro: Any, channel: Channel | None = None) -> Any:
+        return await self._loop.arun(coro, channel)
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Hear of changes (`ToolsChanged`, `ResourcesChanged`, `PromptsChanged`, `StatusChanged`,
+        `ToolboxClosed`, all importable from `workbench_magic`); returns the unsubscribe.
+
+        `callback(event)` runs on the workbench loop thread: it must not block, and must hand
+        anything it does with widgets to the kernel thread.
+        """
+        core = self._core
+        self._loop.ask(lambda: core.subscribe(callback))
+
+        def unsubscribe() -> None:
+            if self._loop.alive:
+                self._loop.loop.call_soon_threadsafe(core.unsubscribe, callback)
+
+        return unsubscribe
+
+    @property
+    def subscriber_count(self) -> int:
+        """How many subscribers are registered (for leak checks)."""
+        core = self._core
+        return self._loop.ask(lambda: core.subscriber_count)
+
+    # ---- toolboxes ------------------------------------------------------------------
+    def toolboxes(self) -> ToolboxList:
+        """Configured toolboxes: name, description, servers, open?"""
+        state = self._core.state
+        return ToolboxList(
+            ToolboxInfo(name, tb.description, tuple(tb.mcp_servers), name in state and state[name].open)
+            for name, tb in self.settings.toolboxes.items()
+        )
+
+    def open(self, name: str) -> OpenedToolbox:
+        """Open a toolbox: every server connects, concurrently. Failed servers are in `.failed`;
+        `ConnectError` when none connected."""
+        self._run(self._aopen(name))
+        return OpenedToolbox(self, name)
+
+    async def aopen(self, name: str) -> OpenedToolbox:
+        """`open` from an event loop."""
+        await self._arun(self._aopen(name))
+        return OpenedToolbox(self, name)
+
+    async def _aopen(self, name: str) -> BoxState:
+        # Modules every call needs are imported now, not on the first call.
+        import workbench_magic.api.asking
+        import workbench_magic.vocabulary.identifiers  # noqa: F401
+
+        return await self._core.open(name, self.settings)
+
+    def add_server(self, target: str, server: Any) -> OpenedToolbox:
+        """Add a server written in the notebook (an `MCPServer`, or a callable returning one) as
+        ``"toolbox/name"`` and connect it, in-process; the toolbox is created when needed.
+
+        Adding the same name again replaces the server: its tools are listed anew, explorers
+        follow, the old one ends. Notebook servers stay across `load_config`.
+        """
+        toolbox, name = self._new_server_target(target)
+        from workbench_magic.config.models import ServerConfig, with_server
+        from workbench_magic.engine.inprocess import is_server
+
+        if not (is_server(server) or callable(server)):
+            raise UsageError(
+                f"add_server needs an MCPServer (or a callable returning one), got {type(server).__name__}"
+            )
+        label = "".join(c if c.isalnum() else "_" for c in name)
+        config = ServerConfig(python=f"__main__:{label if not label[0].isdigit() else '_' + label}")
+        self._added[(toolbox, name)] = config
+        self.settings  # noqa: B018  # loaded before it is extended
+        assert self._settings is not None
+        self._settings = with_server(self._settings, toolbox, name, config)
+        self._run(self._core.add_server(toolbox, name, server, self.settings))
+        return OpenedToolbox(self, toolbox)
+
+    @staticmethod
+    def _new_server_target(target: Any) -> tuple[str, str]:
+        parts = target.split("/") if isinstance(target, str) else []
+        if len(parts) != 2 or not all(parts):
+            raise UsageError(f"add_server needs 'toolbox/name', got {target!r}")
+        return parts[0], parts[1]
+
+    def is_open(self, name: str) -> bool:
+        state = self._core.state.get(name)
+        return state is not None and state.open
+
+    def toolbox_state(self, name: str) -> BoxState:
+        """The current snapshot of a registered toolbox (open, or whose open failed)."""
+        state = self._core.state.get(name)
+        if state is None:
+            self.settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
+            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+        return state
+
+    def opened(self, name: str) -> OpenedToolbox:
+        """The view of an already opened toolbox."""
+        if not self.is_open(name):
+            self.toolbox_state(name)
+            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+        return OpenedToolbox(self, name)
+
+    def close(self, name: str) -> None:
+        """Close a toolbox: every connection ends, every child process exits."""
+        self._run(self._core.close([name], self.settings))
+
+    def close_all(self) -> None:
+        """Close every open toolbox."""
+        if self._core.state and self._loop.alive:
+            self._run(self._core.close_all())
+
+    async def aclose_all(self, *, hurry: tuple[float, float] | None = None) -> None:
+        """Close every open toolbox; `hurry` (grace, kill_after): a stdio server gets `grace`
+        seconds to exit once its stdin closes, then SIGTERM, then SIGKILL `kill_after` later
+        (default: 2 s and 2 s, as the SDK)."""
+        await self._arun(self._core.close_all(hurry))
+
+    async def aclose(self, name: str) -> None:
+        await self._arun(self._core.close([name], self.settings))
+
+    def reconnect(self, target: str) -> OpenedToolbox:
+        """Reconnect every server of a toolbox, or one (`dev/server`)."""
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Nothing to reconnect: name a toolbox or toolbox/server")
+        self._run(self._core.reconnect(toolbox, server, self.settings))
+        return OpenedToolbox(self, toolbox)
+
+    def logs(self, target: str) -> str:
+        """The stderr a stdio server wrote (all of it, across reconnects)."""
+        toolbox, server = parse_target(target)
+        if toolbox is None or server is None:
+            raise NotFoundError("Name a server: toolbox/server")
+        self.toolbox_state(toolbox)
+        core = self._core
+        return self._loop.ask(lambda: core.logs(toolbox, server))
+
+    def status(self) -> dict[str, dict[str, ServerStatus]]:
+        """Status of every server of every registered toolbox."""
+        return {name: dict(box.servers) for name, box in self._core.state.items()}
+
+    @property
+    def history(self) -> History:
+        """Every call of the session, oldest first (at most `history_limit`); a copy."""
+        core = self._core
+        return History(self._loop.ask(core.history) if self._loop.alive else core.history())
+
+    # ---- lookups --------------------------------------------------------------------
+    def tool(self, identifier: Any) -> ToolInfo:
+        """The `ToolInfo` of a tool of an open toolbox."""
+        from workbench_magic.vocabulary.errors import ServerNotFoundError, ToolNotFoundError
+
+        ident = parse_identifier(identifier)
+        state = self._core.state.get(ident.toolbox)
+        if state is None or not state.open:
+            self.opened(ident.toolbox)
+        assert state is not None
+        if ident.server not in state.servers:
+            raise ServerNotFoundError(f"Server '{ident.server}' not found in toolbox '{ident.toolbox}'")
+        for tool in state.tools.get(ident.server, ()):
+            if tool.name == ident.name:
+                return tool
+        raise ToolNotFoundError(f"Tool '{ident.name}' not found in server '{ident.server}' (toolbox '{ident.toolbox}')")
+
+    def tools(self, target: str | None = None) -> ToolList:
+        """Tools of every open toolbox, of one toolbox (`dev`) or of one server (`dev/server`)."""
+        from workbench_magic.vocabulary.errors import ServerNotFoundError
+
+        toolbox, server = parse_target(target)
+        if toolbox is not None and not self.is_open(toolbox):
+            self.open(toolbox)
+        states = self._core.state
+        if toolbox is None:
+            return ToolList(t for box in states.values() if box.open for t in box.all_tools())
+        state = states.get(toolbox) or self.toolbox_state(toolbox)
+        if server is None:
+            return ToolList(state.all_tools())
+        if server not in state.servers:
+            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+        return ToolList(state.tools.get(server, ()))
+
+    def search(self, query: str, target: str | None = None) -> ToolList:
+        """Tools whose name, description or location contains every word of `query`."""
+        words = query.lower().split()
+        scored = []
+        for tool in self.tools(target):
+            name = tool.name.lower()
+            hay = f"{tool.path} {tool.title or ''} {tool.description or ''}".lower()
+            if all(w in hay for w in words):
+                scored.append((0 if all(w in name for w in words) else 1, tool.path, tool))
+        scored.sort(key=lambda s: (s[0], s[1]))
+        return ToolList(s[2] for s in scored)
+
+    # ---- calls ----------------------------------------------------------------------
+    def call(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        server_log: Callable[[str], None] | None = None,
+    ) -> ToolResult:
+        """Call a tool and wait for its `ToolResult` (a tool error is in `.is_error`, not raised).
+
+        `progress(progress, total, message)` is called in this thread for each progress
+        notification, `server_log(line)` for each log message at warning or above the server sends
+        meanwhile. A server's questions (elicitation) are asked here, with `input()`, unless
+        `elicitation_handler` answers them. Ctrl-C / kernel interrupt cancels the call on the server.
+        """
+        try:
+            return self._run(  # type: ignore[no-any-return]
+                self._acall(identifier, arguments, timeout, progress), self._channel(server_log)
+            )
+        except KeyboardInterrupt as exc:
+            self._interrupted(exc, identifier, arguments)
+            raise
+
+    def submit(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        channel: Channel | None = None,
+    ) -> Call[ToolResult]:
+        """Start a call and return at once (for widgets): `future.cancel()` cancels it on the server.
+
+        `progress` runs on `channel`'s thread (on the loop thread without one); done-callbacks
+        of the future run on the loop thread. The future settles only after the call has ended
+        (also when cancelled).
+        """
+        return self._loop.spawn(self._acall(identifier, arguments, timeout, progress), channel)
+
+    async def acall(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        channel: Channel | None = None,
+    ) -> ToolResult:
+        """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's
+        loop, or on `channel`'s when one is given (where the server's questions go too)."""
+        if channel is None and not self._loop.in_loop():
+            channel = LoopChannel(asyncio.get_running_loop(), asker=_widget_asker())
+        try:
+            return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
+        except asyncio.CancelledError as exc:
+            self._interrupted(exc, identifier, arguments)
+            raise
+
+    def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
+        """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
+        if not self.render_apps:
+            return
+        from workbench_magic.api.apps import AppHost, give_cancelled_view
+
+        try:
+            ident = parse_identifier(identifier)
+        except WorkbenchError:
+            return
+        host = AppHost(self, self._core, self._loop)
+        give_cancelled_view(exc, host, ident, dict(arguments or {}), "The call was interrupted")
+
+    async def _acall(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+    ) -> ToolResult:
+        ident = parse_identifier(identifier)
+        args = dict(arguments or {})
+        call = self._core.call(ident, args, timeout, progress, self.settings, validate_arguments)
+        if not self.render_apps:
+            return await call
+        from workbench_magic.api.apps import AppHost, with_view
+
+        return await with_view(call, AppHost(self, self._core, self._loop), ident, args)
+
+    # ---- record, replay, export (tape.py, export.py) -----------------------------------------
+    def record(self, path: str | os.PathLike[str] | None) -> Recording:
+        """Record every tool call, resource read and prompt get to a new cassette at `path` (JSON,
+        secrets masked) until `record(None)`, or to the end of `with wb.record(path):`."""
+        tape = self._tape
+        self._loop.ask(lambda: tape.start_recording(path))
+        return Recording(lambda: self._loop.ask(lambda: tape.start_recording(None)), path)
+
+    def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
+        """Answer the toolboxes recorded in the cassette at `path` from it: no server starts (open
+        ones are closed, to reopen from the cassette). `mode="auto"`: what the cassette lacks goes
+        to the live servers."""
+        from workbench_magic.engine.cassette import Cassette, Replay
+
+        replay = Replay(Cassette.load(path), mode)
+        tape = self._tape
+        self._loop.ask(lambda: tape.add_replay(replay))
+        for name in replay.cassette.toolboxes():
+            if name in self._core.state:
+                self.close(name)
+
+    @property
+    def recordings(self) -> list[str]:
+        """The cassettes recorded in this session, oldest first."""
+        return [os.fspath(p) for p in self._tape.recorded]
+
+    @property
+    def replays(self) -> list[tuple[str, str]]:
+        """The cassettes replayed with `replay()` (newest first), each with its mode."""
+        return [(r.cassette.shown_path, r.mode) for r in self._tape.replays]
+
+    def export_notebook(self, path: str | os.PathLike[str]) -> str:
+        """Write the session (its opens and calls, and the replay line of a recorded cassette)
+        as a notebook at `path`; returns the path."""
+        from workbench_magic.notebook.export import export_notebook
+
+        return export_notebook(self, path)
+
+    def __repr__(self) -> str:
+        opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"
+        try:
+            source = self.config_source
+        except WorkbenchError as exc:
+            source = f"<invalid: {exc}>"
+        return f"<Workbench config={source!r} open={opened}>"

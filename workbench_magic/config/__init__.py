@@ -1,0 +1,1 @@
+"""The toolbox config: pydantic models, the ${VAR} parser, discovery."""

@@ -1,0 +1,698 @@
+"""One downstream MCP server: its owner task, tool list, notifications and stderr log.
+
+Each `Connection` runs on the workbench's event-loop thread. A single long-lived owner task
+enters `mcp.Client` and exits it in the same task (anyio cancel scopes demand it); requests
+are sent from other tasks on the same loop through the entered client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from workbench_magic.engine import schema, serverlog
+from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
+from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
+from workbench_magic.engine.subscriptions import ResourceSubscriptions
+from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, make_transport, sdk_deprecations
+from workbench_magic.vocabulary.errors import ConnectError, WorkbenchError, describe_exception, leaf_exception
+from workbench_magic.vocabulary.masking import mask
+from workbench_magic.vocabulary.results import ServerStatus, ToolInfo
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from workbench_magic.config.models import ServerConfig
+    from workbench_magic.engine.clientside import ClientSide
+
+logger = logging.getLogger("workbench_magic")
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+ListKind = Literal["resources", "prompts"]
+"""A list whose changes `Connection(on_list_changed=...)` hears (tools have `on_tools_changed`)."""
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+
+
+@dataclass(eq=False)
+class _InFlight:
+    channel: Channel | None
+    scope: anyio.CancelScope | None
+
+
+def _owner_context() -> contextvars.Context:
+    """The owner task outlives the call that started it: the SDK serves server requests in its
+    tasks, which must not find that call's channel (`caller()` then finds the call in flight).
+    The opening call's channel stays reachable as `opening_channel` (for an authorize link)."""
+    opener = current_channel.get()
+    context = contextvars.copy_context()
+    context.run(current_channel.set, None)
+    context.run(opening_channel.set, opener)
+    return context
+
+
+class Connection:
+    """A connection to one server of one toolbox; lives on the workbench loop thread.
+
+    Status goes `connecting` -> `connected` | `failed`; a connected server whose transport
+    closed becomes `disconnected` and reconnects on the next request; `closed` is final.
+    Every change of what `snapshot()` shows calls `on_change(self)` (on the loop thread); a
+    fetched-again tool list calls `on_tools_changed(self)`, a changed resource or prompt list
+    `on_list_changed(self, "resources" | "prompts")`.
+    """
+
+    def __init__(
+        self,
+        toolbox: str,
+        name: str,
+        config: ServerConfig,
+        *,
+        connect_timeout: float = 30.0,
+        on_change: Callable[[Connection], None] | None = None,
+        on_tools_changed: Callable[[Connection], None] | None = None,
+        on_list_changed: Callable[[Connection, ListKind], None] | None = None,
+        client_side: ClientSide | None = None,
+        sampling: bool = False,
+        log_level: str | None = None,
+        server_object: Any = None,
+        apps: bool = False,
+        request_timeout: float | None = None,
+    ) -> None:
+        self.toolbox = toolbox
+        self.server_object = server_object  # a live server added from the notebook (`Workbench.add_server`)
+        self.name = name
+        self.config = config
+        self.connect_timeout = connect_timeout
+        self.status = "new"
+        self.error: str | None = None
+        self.protocol: str | None = None
+        self.server_info: str | None = None
+        self.instructions: str | None = None
+        self.capabilities: Any = None
+        self.tools: tuple[ToolInfo, ...] = ()
+        self.all_tool_names: list[str] = []
+        self.tool_list_changes = 0
+        self.connects = 0
+        self.failures = 0
+        self._retry_at = 0.0
+        self.log = StderrLog(f"{toolbox}-{name}")
+        self.stdout_junk: list[str] = []
+        self.secrets: frozenset[str] = frozenset(getattr(config, "secrets", ()) or ())
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._generation = 0
+        self._ending: set[asyncio.Task[None]] = set()
+        self._stop: asyncio.Event | None = None
+        self._refresh_wanted: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._on_change = on_change
+        self._on_tools_changed = on_tools_changed
+        self._on_list_changed = on_list_changed
+        self.client_side = client_side
+        self.sampling = sampling
+        self.log_level = log_level
+        self.apps = apps
+        self.request_timeout = request_timeout
+        """Seconds a listing may take (calls, reads and prompts are given theirs)."""
+        self._in_flight: list[_InFlight] = []
+        self.subscriptions = ResourceSubscriptions(self)
+        self.stop_policy = StopPolicy()
+        """How the current stdio transport stops its process (read when it stops, see `_abandon`, `hurry`)."""
+
+    # ---- public state ---------------------------------------------------------------
+    @property
+    def transport(self) -> str:
+        return self.config.transport or ("stdio" if self.config.command else "http")
+
+    def snapshot(self) -> ServerStatus:
+        return ServerStatus(
+            toolbox=self.toolbox,
+            name=self.name,
+            status=self.status,
+            transport=self.transport,
+            protocol=self.protocol,
+            server_info=self.server_info,
+            error=self.error,
+            tool_count=len(self.tools),
+            tool_list_changes=self.tool_list_changes,
+        )
+
+    def failure_message(self, reason: str) -> str:
+        return mask(f"Failed to connect to server '{self.name}' in toolbox '{self.toolbox}': {reason}", self.secrets)
+
+    def logs(self) -> str:
+        """Everything the server wrote to stderr and sent as log messages, secrets masked."""
+        return mask(self.log.read(), self.secrets)
+
+    def note(self, line: str) -> None:
+        """A log message of the server (`notifications/message`), as one line of its log."""
+        self.log.note(line)
+
+    def caller(self) -> Channel | None:
+        """The channel of whoever waits on this server now: the request being served (its
+        context) or, for requests the SDK serves in a task of its own, the latest call in flight."""
+        channel = current_channel.get()
+        if channel is None:
+            channel = next((e.channel for e in reversed(self._in_flight) if e.channel is not None), None)
+        return channel
+
+    def _set(self, status: str, error: str | None = None) -> None:
+        if self.status == "closed" and status != "closed":
+            return  # final: a start that lost the race with close reports nothing more
+        self.status = status
+        self.error = error
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            try:
+                self._on_change(self)
+            except Exception:
+                logger.exception("status listener failed")
+
+    def _failed(self, message: str, *, backoff: float | None = None) -> None:
+        """Record a failed attempt (its `Failed to connect ...` message) and its backoff
+        (0.5 s, doubling, at most 30 s, unless given)."""
+        self.failures += 1
+        if backoff is None:
+            backoff = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 1))
+        self._retry_at = time.monotonic() + backoff
+        self._set("failed", message)
+
+    # ---- lifecycle ------------------------------------------------------------------
+    async def start(self, *, force: bool = True) -> None:
+        """Connect (or reconnect). Raises `ConnectError`; the connection is then `failed`.
+
+        After failed attempts, `force=False` (what calls use) fails fast until the backoff has
+        passed; opening or reconnecting always tries. Cancelling (interrupt, timeout, close)
+        takes a half-open connection down at once: the failure is recorded and the process
+        ends in the background.
+        """
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.status == "connected":
+                return
+            if self.status == "closed":
+                raise ConnectError(self.failure_message("the connection is closed"))
+            wait = self._retry_at - time.monotonic()
+            if not force and self.status == "failed" and wait > 0:
+                raise ConnectError(f"{self.error} (next attempt in {wait:.1f} s; %workbench reconnect tries now)")
+            await self._stop_owner()
+            self._set("connecting")
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[None] = loop.create_future()
+            self._stop = asyncio.Event()
+            self._refresh_wanted = asyncio.Event()
+            self._generation += 1
+            self._owner = loop.create_task(
+                self._own(ready, self._stop, self._generation),
+                name=f"mcp-owner-{self.toolbox}/{self.name}",
+                context=_owner_context(),
+            )
+            # Whatever becomes of the owner (cancelled before its first step, failed, ended
+            # early), `ready` is settled: nothing else is bound to settle what we wait on here.
+            self._owner.add_done_callback(lambda owner: self._owner_ended(owner, ready))
+            try:
+                await asyncio.shield(ready)
+            except asyncio.CancelledError:
+                # The person gave up on this server: calls do not start another wait for it
+                # (open and reconnect still try at once).
+                self._abandon()
+                self._failed(self.failure_message("cancelled while connecting"), backoff=BACKOFF_MAX)
+                raise
+            except ConnectError as exc:
+                self._failed(str(exc))
+                raise
+            self.failures = 0
+
+    def _owner_ended(self, owner: asyncio.Task[None], ready: asyncio.Future[None]) -> None:
+        """Settle `ready` if the owner ended without doing so (the owner settles it itself on
+        every path it runs; a task cancelled before its first step runs none)."""
+        if ready.done():
+            return
+        if owner.cancelled():
+            reason = "cancelled while connecting"
+        elif (error := owner.exception()) is not None:
+            reason = describe_exception(error)
+        else:
+            reason = "the connection ended before it was ready"
+        ready.set_exception(ConnectError(self.failure_message(reason)))
+        ready.exception()  # mark retrieved: the waiter may be gone too
+
+    def _abandon(self) -> None:
+        """Cancel the owner task now and let it end (and its process exit) in the background."""
+        owner, self._owner = self._owner, None
+        self._generation += 1  # what the abandoned owner does from now on is not our state
+        self._client = None
+        self.stop_policy.hurry(*AT_ONCE)  # no handshake, nothing to end gracefully: its process goes now
+        if owner is not None and not owner.done():
+            owner.cancel()
+            self._ending.add(owner)
+            owner.add_done_callback(self._ending.discard)
+
+    async def ensure_connected(self) -> None:
+        """Connect if needed, honouring the backoff after failed attempts."""
+        if self.status != "connected":
+            await self.start(force=False)
+
+    async def restart(self) -> None:
+        """Disconnect (if connected) and connect again, now."""
+        if self.status == "connected":
+            await self._stop_owner()
+            if self.status != "closed":
+                self._set("disconnected")
+        await self.start()
+
+    def hurry(self, grace: float, kill_after: float) -> None:
+        """Stop the server at most this slowly when it stops (stdio: `grace` seconds after its
+        stdin closes, SIGTERM; `kill_after` more, SIGKILL), also a stop already under way."""
+        self.stop_policy.hurry(grace, kill_after)
+
+    async def close(self) -> None:
+        """Stop the owner task (which closes the client and ends the process); final."""
+        self._abandon() if self.status == "connecting" else await self._stop_owner()
+        await self._wait_ended()
+        self._set("closed", None)
+        self.log.close()
+
+    async def _wait_ended(self) -> None:
+        """Wait for abandoned owners to finish their (bounded, shielded) shutdown."""
+        if self._ending:
+            await asyncio.wait(list(self._ending), timeout=10)
+
+    async def _stop_owner(self) -> None:
+        owner, self._owner = self._owner, None
+        await self._wait_ended()
+        if owner is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            # The transport's stop is bounded (stdin close, SIGTERM, SIGKILL: about 6 s worst case).
+            await asyncio.wait_for(asyncio.shield(owner), timeout=10)
+        except TimeoutError:
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        except BaseException:
+            pass
+
+    def _make_client(self) -> Client:
+        from mcp import Client
+
+        install_parse_filter()
+        self.stop_policy = StopPolicy()  # each process is stopped gracefully unless told otherwise
+        transport = make_transport(
+            self.config,
+            self.transport,
+            self.log.file,
+            self.connect_timeout,
+            label=f"{self.toolbox}-{self.name}",
+            server=self.server_object,
+            stop=self.stop_policy,
+        )
+        return Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
+
+    def _client_options(self) -> dict[str, Any]:
+        """Who we are and which client features we offer this server (its capabilities follow)."""
+        from mcp_types import Implementation
+
+        from workbench_magic import __version__
+
+        info: dict[str, Any] = {"client_info": Implementation(name="workbench-magic", version=__version__)}
+        if self.apps:
+            from workbench_magic.api.apps import advertised
+
+            info["extensions"] = [advertised()]
+        return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
+
+    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:
+        """The owner task: enter the client, publish it, wait for stop, exit the client.
+
+        State is written only while this owner is the current one (`generation`): an abandoned
+        owner that is still shutting down must not overwrite its successor's state.
+        """
+        label = "connect"
+        late: asyncio.TimerHandle | None = None
+
+        def current() -> bool:
+            return generation == self._generation
+
+        try:
+            self.log.mark(f"connecting ({self.transport})")
+            self.stdout_junk.clear()
+            client = self._make_client()
+            policy = self.stop_policy
+            with anyio.CancelScope() as deadline:
+                # A server that missed the handshake deadline has nothing to end gracefully: its
+                # process is told to go at once, then the handshake is cancelled.
+                late = asyncio.get_running_loop().call_later(self.connect_timeout, _missed, policy, deadline)
+                async with client:
+                    if not current():
+                        return
+                    self._client = client
+                    self.protocol = client.protocol_version
+                    info = client.server_info
+                    self.server_info = f"{info.name} {info.version}".strip() if info else None
+                    self.instructions = client.instructions
+                    self.capabilities = client.server_capabilities
+                    await self._refresh_tools()
+                    await self._request_log_level(client)
+                    late.cancel()
+                    self.connects += 1
+                    label = "session"
+                    self._set("connected")
+                    ready.set_result(None)
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._refresher)
+                        tg.start_soon(self._keep_log_small)
+                        if self.modern:
+                            tg.start_soon(self._listen)
+                        if self.subscriptions:
+                            tg.start_soon(self.subscriptions.renew)
+                        await stop.wait()
+                        tg.cancel_scope.cancel()
+            if deadline.cancelled_caught and not ready.done():
+                raise TimeoutError(f"no answer to the handshake within {self.connect_timeout:g} s")
+        except BaseException as exc:
+            leaf = leaf_exception(exc)
+            if isinstance(leaf, asyncio.CancelledError) and not ready.done():
+                reason = "cancelled while connecting"
+            else:
+                reason = describe_exception(leaf)
+            if not ready.done():
+                tail = self.log.tail()
+                if tail:
+                    reason = f"{reason} (stderr: {tail})"
+                if self.stdout_junk:
+                    reason = f"{reason} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
+                ready.set_exception(ConnectError(self.failure_message(reason)))
+                ready.exception()  # mark retrieved
+            elif self.status != "closed":
+                logger.debug("server %s/%s ended: %s", self.toolbox, self.name, reason)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            if late is not None:
+                late.cancel()
+            if current():
+                self._client = None
+                self.subscriptions.session_ended()
+                if self.status == "connected":
+                    self._set("disconnected", "connection closed")
+            self.log.mark(f"{label} ended")
+
+    async def _request_log_level(self, client: Client) -> None:
+        """Handshake-era servers that log are asked for `log_level` (2026-07-28 ones get it with
+        every request); a server that does not know the method is left as it is."""
+        if self.modern or not self.log_level or not getattr(self.capabilities, "logging", None):
+            return
+        try:
+            with sdk_deprecations():
+                await client.set_logging_level(self.log_level)  # type: ignore[arg-type]
+        except Exception as exc:
+            logger.debug("logging/setLevel on %s/%s: %s", self.toolbox, self.name, exc)
+
+    def offer_sampling(self, offered: bool) -> None:
+        """Whether the next connect advertises sampling (a live session keeps what it declared)."""
+        self.sampling = offered
+
+    async def roots_changed(self) -> None:
+        """Tell a handshake-era server its roots changed (2026-07-28 servers ask per request)."""
+        client = self._client
+        if client is None or self.status != "connected" or self.modern or self.config.roots is False:
+            return
+        try:
+            with sdk_deprecations():
+                await client.session.send_roots_list_changed()
+        except Exception as exc:
+            logger.debug("roots/list_changed to %s/%s: %s", self.toolbox, self.name, exc)
+
+    async def set_log_level(self, level: str) -> None:
+        """Change the level asked of this server (now on handshake-era connections, at the next
+        connect on 2026-07-28 ones, whose requests carry it)."""
+        self.log_level = level
+        if self._client is not None and self.status == "connected":
+            await self._request_log_level(self._client)
+
+    # ---- tools and notifications ----------------------------------------------------
+    @property
+    def modern(self) -> bool:
+        """Whether the connection speaks 2026-07-28 (`server/discover`) or later."""
+        return bool(self.protocol and self.protocol >= "2026-07-28")
+
+    async def _refresh_tools(self) -> None:
+        client = self._client
+        if client is None:
+            return
+        tools = await all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
+        self.all_tool_names = [t.name for t in tools]
+        self.tools = tuple(ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name))
+        # Schemas are compiled now (microseconds each), so a first call costs what a later one does.
+        schema.compile_input_schemas(self.tools)
+        schema.prime_output_validators(client.session, {t.name: t.output_schema for t in tools if t.output_schema})
+
+    def _tools_changed(self) -> None:
+        self.tool_list_changes += 1
+        if self._refresh_wanted is not None:
+            self._refresh_wanted.set()
+
+    async def _refresher(self) -> None:
+        assert self._refresh_wanted is not None
+        while True:
+            await self._refresh_wanted.wait()
+            self._refresh_wanted.clear()
+            try:
+                await self._refresh_tools()
+            except Exception as exc:
+                logger.debug("tool refresh of %s/%s failed: %s", self.toolbox, self.name, exc)
+                continue
+            self._changed()
+            if self._on_tools_changed is not None:
+                self._on_tools_changed(self)
+
+    async def _keep_log_small(self) -> None:
+        while True:
+            await asyncio.sleep(serverlog.LOG_CHECK_INTERVAL)
+            self.log.trim()
+
+    async def _listen(self) -> None:
+        """2026-07-28 connections: list changes arrive on a `subscriptions/listen` stream."""
+        from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+
+        client = self._client
+        caps = self.capabilities
+        tools, prompts, resources = (bool(getattr(caps, kind, None)) for kind in ("tools", "prompts", "resources"))
+        if client is None or not (tools or prompts or resources):
+            return
+        try:
+            async with client.listen(
+                tools_list_changed=tools, prompts_list_changed=prompts, resources_list_changed=resources
+            ) as sub:
+                async for event in sub:
+                    if isinstance(event, ToolsListChanged):
+                        self._tools_changed()
+                    elif isinstance(event, ResourcesListChanged):
+                        self._list_changed("resources")
+                    elif isinstance(event, PromptsListChanged):
+                        self._list_changed("prompts")
+        except Exception as exc:
+            logger.debug("listen on %s/%s ended: %s", self.toolbox, self.name, exc)
+
+    def _list_changed(self, what: ListKind) -> None:
+        """The server's resource or prompt list changed: tell `on_list_changed` (lists are never
+        cached, so there is nothing to fetch here)."""
+        if self._on_list_changed is not None:
+            self._on_list_changed(self, what)
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, Exception):  # a stdout line that is not JSON-RPC; the session goes on
+            line = junk_line(message)
+            self.stdout_junk = [*self.stdout_junk[-(JUNK_LINES - 1) :], line]
+            self.log.mark(f"stdout, not JSON-RPC: {line}")
+            return
+
+        from mcp_types import (
+            PromptListChangedNotification,
+            ResourceListChangedNotification,
+            ResourceUpdatedNotification,
+        )
+
+        # On 2026-07-28 connections the same events also reach the listen streams (the SDK tees
+        # them): they are acted on there only.
+        if self.modern:
+            return
+        if isinstance(message, ToolListChangedNotification):
+            self._tools_changed()
+        elif isinstance(message, ResourceUpdatedNotification):
+            self.subscriptions.updated(str(message.params.uri))
+        elif isinstance(message, ResourceListChangedNotification | PromptListChangedNotification):
+            self._list_changed("resources" if isinstance(message, ResourceListChangedNotification) else "prompts")
+
+    # ---- requests -------------------------------------------------------------------
+    def client(self) -> Client:
+        if self._client is None or self.status != "connected":
+            raise ConnectError(self.failure_message(self.error or f"server is {self.status}"))
+        return self._client
+
+    def connection_lost(self) -> None:
+        """A request saw the transport close: the next request reconnects."""
+        if self.status == "connected":
+            self._set("disconnected", "connection closed")
+            if self._stop is not None:
+                self._stop.set()
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+    ) -> Any:
+        """Send `tools/call`; cancellation (timeout, interrupt) cancels it on the server."""
+        await self.ensure_connected()
+        client = self.client()
+
+        callback = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if callback is not None:
+                out = callback(progress, total, message)
+                if asyncio.iscoroutine(out):
+                    await out
+
+        with self._request("call", name, timeout):
+            return await client.call_tool(
+                name, arguments, progress_callback=on_progress if progress is not None else None
+            )
+
+    @contextlib.contextmanager
+    def _request(self, kind: str, name: str, timeout: float | None) -> Iterator[None]:
+        """One request to the server: its time limit, its place among the requests in flight, and
+        the one boundary where its SDK and transport failures become workbench errors
+        (boundary.py); a lost connection is marked, so the next request reconnects."""
+        limit = timeout if timeout and timeout > 0 else None
+        error: WorkbenchError | None = None
+        try:
+            with anyio.fail_after(limit) as scope, self._serving(scope):
+                yield
+        except Exception as exc:
+            error, lost = failure(exc, kind=kind, name=name, server=self.name, toolbox=self.toolbox, limit=limit)
+            if lost:
+                self.connection_lost()
+        if error is not None:  # raised here, outside the handler: no chain (ipykernel and groups)
+            if self.secrets:
+                error.args = (mask(str(error), self.secrets),)
+            raise error
+
+    @contextlib.contextmanager
+    def _serving(self, scope: anyio.CancelScope | None = None) -> Iterator[None]:
+        """Mark a request in flight: server requests that arrive meanwhile reach its caller."""
+        entry = _InFlight(current_channel.get(), scope)
+        self._in_flight.append(entry)
+        try:
+            yield
+        finally:
+            self._in_flight.remove(entry)
+
+    @contextlib.asynccontextmanager
+    async def waiting_on_the_person(self) -> AsyncIterator[None]:
+        """While the person answers, the calls in flight on this server do not time out; their
+        deadlines move on by the time it took."""
+        paused = [(e.scope, e.scope.deadline) for e in self._in_flight if e.scope is not None]
+        for scope, _ in paused:
+            scope.deadline = math.inf
+        started = anyio.current_time()
+        try:
+            yield
+        finally:
+            waited = anyio.current_time() - started
+            for scope, deadline in paused:
+                scope.deadline = deadline + waited
+
+    async def list_resources(self) -> list[Any]:
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "resources", None):
+            return []
+        client = self.client()
+        with self._request("list", "resources", self.request_timeout):
+            return await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
+
+    async def list_resource_templates(self) -> list[Any]:
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "resources", None):
+            return []
+        client = self.client()
+        with self._request("list", "resource templates", self.request_timeout):
+            return await all_pages(
+                lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass"), "resource_templates"
+            )
+
+    async def complete(
+        self, ref: Any, argument: str, value: str, context: dict[str, str] | None, timeout: float
+    ) -> list[str]:
+        """Completion values from the server (none when it does not offer completions)."""
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "completions", None):
+            return []
+        client = self.client()
+        with self._request("complete", f"'{argument}' of {_reference(ref)}", timeout):
+            result = await client.complete(ref, {"name": argument, "value": value}, context or None)
+        return list(result.completion.values)
+
+    # ---- resource subscriptions --------------------------------------------------------
+    async def watch_resource(self, uri: str, on_update: Callable[[], None]) -> None:
+        """Call `on_update()` (loop thread) whenever the server says `uri` changed (again after
+        a reconnect)."""
+        await self.ensure_connected()
+        await self.subscriptions.add(uri, on_update)
+
+    async def unwatch_resource(self, uri: str, on_update: Callable[[], None]) -> None:
+        await self.subscriptions.remove(uri, on_update)
+
+    async def read_resource(self, uri: str, timeout: float | None) -> Any:
+        await self.ensure_connected()
+        client = self.client()
+        with self._request("read", uri, timeout):
+            return await client.read_resource(uri)
+
+    async def list_prompts(self) -> list[Any]:
+        await self.ensure_connected()
+        if not getattr(self.capabilities, "prompts", None):
+            return []
+        client = self.client()
+        with self._request("list", "prompts", self.request_timeout):
+            return await all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None, timeout: float | None) -> Any:
+        await self.ensure_connected()
+        client = self.client()
+        with self._request("prompt", name, timeout):
+            return await client.get_prompt(name, arguments)
+
+
+def _reference(ref: Any) -> str:
+    """A completion reference as the failure names it: `prompt 'p'` or `template 'uri'`."""
+    name = getattr(ref, "name", None)
+    return f"prompt '{name}'" if name is not None else f"template '{getattr(ref, 'uri', ref)}'"
+
+
+def _missed(policy: StopPolicy, handshake: anyio.CancelScope) -> None:
+    """The handshake deadline passed: end the server's process at once, and stop waiting."""
+    policy.hurry(*AT_ONCE)
+    handshake.cancel()

@@ -1,0 +1,521 @@
+"""The async core: toolbox registry, lifecycles, lookups, calls and history.
+
+Everything here runs on the workbench loop thread, which owns every mutable thing: the
+registry of opened toolboxes, their connections and the call history. Other threads read
+`Core.state`, an immutable snapshot that is replaced (never changed) after every change, or
+ask the loop (`LoopThread.ask`). Subscribers hear of changes as events, on the loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
+from workbench_magic.engine.connection import Connection
+from workbench_magic.engine.runtime import current_channel
+from workbench_magic.vocabulary.errors import (
+    ConnectError,
+    NotFoundError,
+    ServerNotFoundError,
+    TaskRequiredError,
+    ToolNotFoundError,
+    WorkbenchError,
+    describe_exception,
+)
+from workbench_magic.vocabulary.masking import mask, mask_value
+from workbench_magic.vocabulary.results import CallRecord, ServerStatus, ToolInfo, ToolResult
+
+if TYPE_CHECKING:
+    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.engine.connection import ListKind, ProgressCallback
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
+
+T = TypeVar("T")
+logger = logging.getLogger("workbench_magic")
+
+
+# ---- what other threads see -------------------------------------------------------------------
+@dataclass(frozen=True)
+class BoxState:
+    """An immutable snapshot of one registered toolbox.
+
+    `open` is False when its last open connected no server (the servers' reasons stay visible).
+    """
+
+    name: str
+    description: str
+    open: bool
+    servers: Mapping[str, ServerStatus]
+    tools: Mapping[str, tuple[ToolInfo, ...]]
+
+    def all_tools(self) -> list[ToolInfo]:
+        return [t for tools in self.tools.values() for t in tools]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The workbench's settings as the loop sees them (replaced whole when one changes)."""
+
+    timeout: float = 60.0
+    connect_timeout: float = 30.0
+    validate_arguments: bool = True
+    history_limit: int = 10_000
+    sampling_handler: SamplingHandler | None = None
+    elicitation_handler: ElicitationHandler | None = None
+    roots: tuple[str, ...] = ()
+    server_log_level: str = "info"
+    render_apps: bool = True
+
+
+@dataclass(frozen=True)
+class ToolsChanged:
+    """A server's tool list changed and was fetched again."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class ResourcesChanged:
+    """A server's resource list changed (`wb.resources` lists it afresh: lists are never cached)."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class PromptsChanged:
+    """A server's prompt list changed (`wb.prompts` lists it afresh: lists are never cached)."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class StatusChanged:
+    """A server of a toolbox changed status (connecting, connected, failed, ...)."""
+
+    toolbox: str
+    server: str
+
+
+@dataclass(frozen=True)
+class ToolboxClosed:
+    """A toolbox was closed: its connections ended."""
+
+    toolbox: str
+
+
+Event = ToolsChanged | ResourcesChanged | PromptsChanged | StatusChanged | ToolboxClosed
+Subscriber = Callable[[Event], None]
+
+
+@dataclass(eq=False)
+class _Box:
+    name: str
+    description: str
+    connections: dict[str, Connection]
+    open: bool = False
+    state: BoxState | None = field(default=None, repr=False)
+
+
+def _strip(message: str, prefix: str) -> str:
+    return message[len(prefix) :] if message.startswith(prefix) else message
+
+
+# ---- the core -----------------------------------------------------------------------------------
+class Core:
+    """Registry, lifecycles, lookups, calls and history of one `Workbench` (loop thread only)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.state: Mapping[str, BoxState] = MappingProxyType({})
+        self._boxes: dict[str, _Box] = {}
+        self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
+        self._subscribers: tuple[Subscriber, ...] = ()
+        self._live: dict[tuple[str, str], Any] = {}  # server objects added from the notebook
+        self.client_side = ClientSide(lambda: self.options, self._record_request)
+        self.connection_factory: Callable[..., Connection] = Connection
+        """Makes each server's connection (the workbench sets its record/replay `Tape.connection`)."""
+
+    # ---- settings, subscribers, snapshots -----------------------------------------------------
+    def set_options(self, options: Options) -> None:
+        if options.history_limit != self._history.maxlen:
+            self._history = deque(self._history, maxlen=max(0, options.history_limit))
+        previous, self.options = self.options, options
+        if options.server_log_level != previous.server_log_level:
+            for box in self._boxes.values():
+                for conn in box.connections.values():
+                    task = asyncio.ensure_future(conn.set_log_level(options.server_log_level))
+                    _background.add(task)
+                    task.add_done_callback(_background.discard)
+        if options.roots != previous.roots:
+            self._roots_changed(list(self._all_connections()))
+        if (options.sampling_handler is None) != (previous.sampling_handler is None):
+            for conn in self._all_connections():
+                conn.offer_sampling(options.sampling_handler is not None)
+        for conn in self._all_connections():
+            conn.apps = options.render_apps  # offered from the next connect (reconnect)
+            conn.request_timeout = options.timeout
+
+    def _all_connections(self) -> Iterable[Connection]:
+        return (c for b in self._boxes.values() for c in b.connections.values())
+
+    def set_roots(self, conns: list[Connection], roots: tuple[str, ...] | None) -> None:
+        """Roots for these servers (None: back to the config's or the workbench's)."""
+        for conn in conns:
+            key = (conn.toolbox, conn.name)
+            if roots is None:
+                self.client_side.roots.pop(key, None)
+            else:
+                self.client_side.roots[key] = roots
+        self._roots_changed(conns)
+
+    def _roots_changed(self, conns: list[Connection]) -> None:
+        """Tell handshake-era servers (`roots/list_changed`); 2026-07-28 ones ask per request."""
+        for conn in conns:
+            task = asyncio.ensure_future(conn.roots_changed())
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers = (*self._subscribers, subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers = tuple(s for s in self._subscribers if s is not subscriber)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def _emit(self, event: Event) -> None:
+        for subscriber in self._subscribers:
+            try:
+                subscriber(event)
+            except Exception:
+                logger.exception("workbench subscriber failed")
+
+    def _publish(self, box: _Box) -> None:
+        """Replace the snapshot of `box` (copy on write: readers keep the mapping they hold)."""
+        conns = box.connections
+        box.state = BoxState(
+            name=box.name,
+            description=box.description,
+            open=box.open,
+            servers=MappingProxyType({s: c.snapshot() for s, c in conns.items()}),
+            tools=MappingProxyType({s: c.tools for s, c in conns.items() if c.status == "connected"}),
+        )
+        states = {name: b.state for name, b in self._boxes.items() if b.state is not None}
+        self.state = MappingProxyType(states)
+
+    def _unpublish(self, name: str) -> None:
+        self.state = MappingProxyType({n: s for n, s in self.state.items() if n != name})
+
+    def _connection_changed(self, conn: Connection) -> None:
+        box = self._boxes.get(conn.toolbox)
+        if box is not None and box.connections.get(conn.name) is conn:
+            self._publish(box)
+            self._emit(StatusChanged(conn.toolbox, conn.name))
+
+    def _tools_changed(self, conn: Connection) -> None:
+        box = self._boxes.get(conn.toolbox)
+        if box is not None and box.connections.get(conn.name) is conn:
+            self._emit(ToolsChanged(conn.toolbox, conn.name))
+
+    def _list_changed(self, conn: Connection, what: ListKind) -> None:
+        box = self._boxes.get(conn.toolbox)
+        if box is not None and box.connections.get(conn.name) is conn:
+            event: Event = (
+                ResourcesChanged(conn.toolbox, conn.name)
+                if what == "resources"
+                else PromptsChanged(conn.toolbox, conn.name)
+            )
+            self._emit(event)
+
+    def history(self) -> list[CallRecord]:
+        return list(self._history)
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    async def open(self, name: str, settings: WorkbenchConfig, *, force: bool = True) -> BoxState:
+        """Connect every server of a toolbox, concurrently.
+
+        Raises `ConnectError` when no server connected; the toolbox then stays registered (its
+        servers' reasons and logs visible) but is not open. `force=False` honours the backoff
+        of servers that failed before (what implicit opens by calls use).
+        """
+        box = self._boxes.get(name)
+        if box is None:
+            cfg = settings.toolbox(name)
+            box = _Box(name, cfg.description, {})
+            box.connections = {server: self._connection(name, server, scfg) for server, scfg in cfg.mcp_servers.items()}
+            self._boxes[name] = box
+            self._publish(box)
+        conns = list(box.connections.values())
+        results: list[Any] = []
+        try:
+            results = await asyncio.gather(*(c.start(force=force) for c in conns), return_exceptions=True)
+        finally:
+            if self._boxes.get(name) is box:
+                box.open = not conns or any(c.status == "connected" for c in conns)
+                self._publish(box)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result
+        if not box.open:
+            reasons = "; ".join(f"server '{c.name}': {self._reason(c, r)}" for c, r in zip(conns, results, strict=True))
+            raise ConnectError(f"Failed to open toolbox '{name}': no server connected ({reasons})")
+        assert box.state is not None
+        return box.state
+
+    def _connection(self, toolbox: str, server: str, config: ServerConfig) -> Connection:
+        options = self.options
+        return self.connection_factory(
+            toolbox,
+            server,
+            config,
+            connect_timeout=options.connect_timeout,
+            on_change=self._connection_changed,
+            on_tools_changed=self._tools_changed,
+            on_list_changed=self._list_changed,
+            client_side=self.client_side,
+            sampling=options.sampling_handler is not None,
+            log_level=options.server_log_level,
+            server_object=self._live.get((toolbox, server)),
+            apps=options.render_apps,
+            request_timeout=options.timeout,
+        )
+
+    async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
+        """Add (or replace) a live server object and connect it; opens its toolbox if needed.
+
+        `settings` already holds the server's config. A replaced server's connection closes
+        after its successor is in place; explorers hear `ToolsChanged`.
+        """
+        self._live[(toolbox, name)] = server
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            if box is not None:  # registered by a failed open: start over with the new servers
+                await self.close([toolbox], settings)
+            return await self.open(toolbox, settings)
+        old = box.connections.get(name)
+        conn = self._connection(toolbox, name, settings.server(toolbox, name))
+        box.connections[name] = conn
+        self._publish(box)
+        if old is not None:
+            await old.close()
+        try:
+            await conn.start()
+        finally:
+            self._publish(box)
+            self._emit(ToolsChanged(toolbox, name))
+        assert box.state is not None
+        return box.state
+
+    @staticmethod
+    def _reason(conn: Connection, result: Any) -> str:
+        text = str(result) if isinstance(result, Exception) else conn.error or conn.status
+        if not isinstance(result, WorkbenchError) and isinstance(result, Exception):
+            text = describe_exception(result)
+        return _strip(text, f"Failed to connect to server '{conn.name}' in toolbox '{conn.toolbox}': ")
+
+    async def close(self, names: Iterable[str], settings: WorkbenchConfig) -> None:
+        """Close toolboxes: every connection ends, every child process exits."""
+        names = list(names)
+        for name in names:
+            if name not in self._boxes:
+                settings.toolbox(name)  # raises the not-found error for unknown names
+        boxes = [self._boxes.pop(n) for n in names if n in self._boxes]
+        for box in boxes:
+            self._unpublish(box.name)
+        await asyncio.gather(*(c.close() for b in boxes for c in b.connections.values()), return_exceptions=True)
+        for box in boxes:
+            self._emit(ToolboxClosed(box.name))
+
+    async def close_all(self, hurry: tuple[float, float] | None = None) -> None:
+        """Close every toolbox, every connection side by side. `hurry` (grace, kill_after) stops
+        stdio servers sooner than the graceful default (see `Connection.hurry`)."""
+        boxes = list(self._boxes.values())
+        self._boxes.clear()
+        self.state = MappingProxyType({})
+        conns = [c for b in boxes for c in b.connections.values()]
+        if hurry is not None:
+            for conn in conns:
+                conn.hurry(*hurry)
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        for box in boxes:
+            self._emit(ToolboxClosed(box.name))
+
+    async def reconnect(self, toolbox: str, server: str | None, settings: WorkbenchConfig) -> BoxState:
+        """Restart one server or every server of a toolbox (opening it when it is not open)."""
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            return await self.open(toolbox, settings)
+        conns = [self.connection(toolbox, server)] if server else list(box.connections.values())
+        await asyncio.gather(*(c.restart() for c in conns), return_exceptions=True)
+        box.open = any(c.status == "connected" for c in box.connections.values())
+        self._publish(box)
+        assert box.state is not None
+        return box.state
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def box(self, name: str, settings: WorkbenchConfig) -> _Box:
+        box = self._boxes.get(name)
+        if box is None or not box.open:
+            settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
+            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+        return box
+
+    def connection(self, toolbox: str, server: str) -> Connection:
+        box = self._boxes.get(toolbox)
+        conn = box.connections.get(server) if box is not None else None
+        if conn is None:
+            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+        return conn
+
+    async def connection_opening(self, toolbox: str, server: str, settings: WorkbenchConfig) -> Connection:
+        """The connection, opening its toolbox first if it is configured but not open."""
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            cfg = settings.toolbox(toolbox)
+            if server not in cfg.mcp_servers:
+                raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+            await self.open(toolbox, settings, force=False)
+        return self.connection(toolbox, server)
+
+    async def connections(self, toolbox: str | None, server: str | None, settings: WorkbenchConfig) -> list[Connection]:
+        """Connections of every open toolbox, of one toolbox (opened if needed), or one server."""
+        if toolbox is None:
+            return [c for b in self._boxes.values() if b.open for c in b.connections.values()]
+        if server is not None:
+            return [await self.connection_opening(toolbox, server, settings)]
+        box = self._boxes.get(toolbox)
+        if box is None or not box.open:
+            await self.open(toolbox, settings, force=False)
+        return list(self.box(toolbox, settings).connections.values())
+
+    @staticmethod
+    def tool_of(conn: Connection, ident: ToolIdentifier) -> ToolInfo:
+        for tool in conn.tools:
+            if tool.name == ident.name:
+                return tool
+        raise ToolNotFoundError(f"Tool '{ident.name}' not found in server '{ident.server}' (toolbox '{ident.toolbox}')")
+
+    def logs(self, toolbox: str, server: str) -> str:
+        return self.connection(toolbox, server).logs()
+
+    # ---- calls ------------------------------------------------------------------------------
+    async def call(
+        self,
+        ident: ToolIdentifier,
+        args: dict[str, Any],
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        settings: WorkbenchConfig,
+        validate: Callable[[ToolInfo, dict[str, Any]], None] | None,
+    ) -> ToolResult:
+        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one."""
+        conn = await self.connection_opening(ident.toolbox, ident.server, settings)
+        await conn.ensure_connected()
+        tool = self.tool_of(conn, ident)
+        if tool.task_support == "required":
+            raise TaskRequiredError(
+                f"Tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}') must run as a task "
+                "(execution.taskSupport: required); task-based tools are not supported yet"
+            )
+        if validate is not None and self.options.validate_arguments:
+            validate(tool, args)
+        limit = timeout if timeout is not None else conn.config.timeout or self.options.timeout
+        started = time.time()
+        t0 = time.perf_counter()
+        error: WorkbenchError | None = None
+        try:
+            raw = await conn.call_tool(ident.name, args, timeout=limit, progress=_to_caller(progress))
+        except asyncio.CancelledError:
+            self._record(ident, args, started, t0, False, "cancelled", conn.secrets)
+            raise
+        except Exception as exc:  # live connections map their own failures; this holds for any other
+            error, lost = failure(
+                exc, kind="call", name=ident.name, server=ident.server, toolbox=ident.toolbox, limit=limit
+            )
+            if lost:
+                conn.connection_lost()
+        secrets = conn.secrets
+        if error is not None:
+            if secrets:
+                error.args = (mask(str(error), secrets),)
+            self._record(ident, args, started, t0, False, str(error), secrets)
+            raise error
+        elapsed = time.perf_counter() - t0
+        replayed = bool(getattr(conn, "replayed_last", False))
+        result = ToolResult(
+            identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
+        )
+        failed = result.error_message() if result.is_error else None
+        self._record(ident, args, started, t0, not result.is_error, failed, secrets)
+        return result
+
+    def record(self, record: CallRecord) -> None:
+        """Add an exchange made outside `call` to the history (an MCP App view's, kind `app`)."""
+        self._history.append(record)
+
+    def _record_request(self, request: Request) -> None:
+        from workbench_magic.vocabulary.identifiers import ToolIdentifier
+
+        ident = ToolIdentifier(toolbox=request.toolbox, server=request.server, name=request.kind)
+        asked = request.asked if isinstance(request.asked, dict) else {"asked": request.asked}
+        error = None if request.ok else str(request.answered)
+        self._history.append(
+            CallRecord(
+                ident, asked, request.started, request.elapsed, request.ok, error, request.kind, request.answered
+            )
+        )
+
+    def _record(
+        self,
+        ident: ToolIdentifier,
+        args: dict[str, Any],
+        started: float,
+        t0: float,
+        ok: bool,
+        error: str | None,
+        secrets: frozenset[str] = frozenset(),
+    ) -> None:
+        if secrets:
+            args = mask_value(args, secrets)
+            error = mask(error, secrets) if error else error
+        self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error))
+
+
+_background: set[asyncio.Future[Any]] = set()
+
+
+def _to_caller(progress: ProgressCallback | None) -> ProgressCallback | None:
+    """Progress for the caller's thread: through its channel when it has one, else on the loop."""
+    channel = current_channel.get()
+    if progress is None or channel is None:
+        return progress
+    callback = progress
+
+    def post(value: float, total: float | None, message: str | None) -> None:
+        channel.post(lambda: callback(value, total, message))
+
+    return post
+
+
+async def short_errors(coro: Coroutine[Any, Any, T]) -> T:
+    """SDK and transport failures of resource/prompt requests as one-line `WorkbenchError`s."""
+    try:
+        return await coro
+    except (WorkbenchError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        error = WorkbenchError(describe_exception(exc))
+    raise error

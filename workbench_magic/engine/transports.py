@@ -1,0 +1,304 @@
+"""Transports to servers (stdio, streamable HTTP, SSE) and small helpers for SDK requests."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from workbench_magic.config.models import ServerConfig
+
+logger = logging.getLogger("workbench_magic")
+
+
+def make_transport(
+    config: ServerConfig,
+    kind: str,
+    errlog: TextIO,
+    connect_timeout: float,
+    *,
+    label: str = "",
+    server: Any = None,
+    stop: StopPolicy | None = None,
+) -> Any:
+    """The transport for a server: a child process over stdio (stopped as `stop` says when the
+    transport closes), a URL, or a server object served in this process (`server`, else the one
+    `config.python` names)."""
+    if kind == "python":
+        from workbench_magic.engine.inprocess import inprocess_transport, load_server, resolve_server
+
+        spec = config.python or label
+        source = (lambda: resolve_server(server, spec)) if server is not None else (lambda: load_server(spec))
+        return inprocess_transport(source, label, errlog)
+
+    if kind == "stdio":
+        assert config.command is not None
+        if sys.platform == "win32":  # pragma: no cover - the SDK's own (Job Objects, no process groups)
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
+            )
+            return stdio_client(params, errlog=errlog)
+        return stdio_transport(
+            config.command, list(config.args), dict(config.env), config.cwd, errlog, stop or StopPolicy()
+        )
+    from workbench_magic.engine.auth import http_auth
+
+    assert config.url is not None
+    extra, auth = http_auth(config, config.url)
+    headers = {**config.headers, **extra}
+    if kind == "sse":
+        from mcp.client.sse import sse_client
+
+        return sse_client(config.url, headers=headers or None, timeout=connect_timeout, auth=auth)
+    return _http_transport(config.url, headers, auth)
+
+
+_PAGE_CAP = 1000
+
+
+@contextlib.contextmanager
+def sdk_deprecations() -> Iterator[None]:
+    """The SDK marks the handshake era's features deprecated (they are gone in 2026-07-28);
+    talking to handshake-era servers is what they are for, so no warning reaches the notebook."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated list request (bounded: a paginator that never ends cannot hang)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+def _http_transport(url: str, headers: dict[str, str], auth: Any = None) -> Any:
+    """Streamable HTTP with our own httpx2 client (for headers and auth), closed with the transport."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    @contextlib.asynccontextmanager
+    async def transport() -> Any:
+        async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
+            async with streamable_http_client(url, http_client=http) as streams:
+                yield streams
+
+    return transport()
+
+
+# ---- stdio: a child process, stopped as its connection says ----------------------------------
+GRACE = 2.0
+"""Seconds a server gets to exit by itself once its stdin closes (the SDK's grace)."""
+KILL_AFTER = 2.0
+"""Seconds between SIGTERM to the server's process group and SIGKILL (the SDK's)."""
+_FLUSH = 0.5
+"""At most this long (and never past the grace) for messages already sent to reach stdin."""
+_REAP = 2.0
+"""Seconds for the loop to see a killed process exit (only an unkillable one runs this out)."""
+_POLL = 0.01
+
+
+@dataclass
+class StopPolicy:
+    """How the transport stops its server, read while it stops (so a connection can hurry a stop
+    already under way): close stdin, wait `grace` seconds, SIGTERM the process group, wait
+    `kill_after` seconds, SIGKILL. The default is the SDK's (2 s, 2 s)."""
+
+    grace: float = GRACE
+    kill_after: float = KILL_AFTER
+
+    def hurry(self, grace: float, kill_after: float) -> None:
+        """Stop no later than this (a stop never slows down)."""
+        self.grace = min(self.grace, grace)
+        self.kill_after = min(self.kill_after, kill_after)
+
+
+AT_ONCE = (0.0, 0.25)
+"""A server that never finished its handshake has nothing to end gracefully: SIGTERM at once,
+SIGKILL a quarter second later."""
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    command: str, args: list[str], env: dict[str, str], cwd: Any, errlog: TextIO, stop: StopPolicy
+) -> AsyncIterator[Any]:
+    """The SDK's stdio client transport, minus its fixed shutdown: the server runs in a session
+    of its own (its process group) with the SDK's small default environment plus `env`, writes
+    stderr to `errlog` (a real file), and is stopped, bounded and shielded, as `stop` says then.
+    A stdout line that is not JSON-RPC arrives as an `Exception` value (the session goes on)."""
+    import anyio
+    import anyio.lowlevel
+    from anyio.streams.text import TextReceiveStream
+    from mcp.client.stdio import get_default_environment
+    from mcp.shared.message import SessionMessage
+
+    process = await anyio.open_process(
+        [command, *args],
+        env=get_default_environment() | env,
+        stderr=errlog,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    # No await until the task group is entered: a cancellation in the gap would leak the process.
+    reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage](0)
+    writer_done = anyio.Event()
+    closing = False
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        stdout = TextReceiveStream(process.stdout, encoding="utf-8")
+        try:
+            async with reader_in:
+                try:
+                    buffer = ""
+                    async for chunk in stdout:  # one line at a time: no read-ahead while a delivery waits
+                        lines = (buffer + chunk).split("\n")
+                        buffer = lines.pop()
+                        for line in lines:
+                            try:
+                                await reader_in.send(_parse_line(line))
+                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                return
+                finally:
+                    await _drain(process)
+        except anyio.ClosedResourceError:
+            pass  # our own stop closed stdout under the read
+        except (anyio.BrokenResourceError, ConnectionError) as exc:
+            if not closing:
+                logger.debug("reading a server's stdout failed: %s", exc)
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with writer_out:
+                async for message in writer_out:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode("utf-8"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await reader_in.aclose()  # the session sees the end, not a request waiting forever
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        started = anyio.current_time()
+        read_stream.close()  # the reader drains: a server blocked on a full stdout can then read stdin
+        write_stream.close()
+        with anyio.move_on_after(min(_FLUSH, stop.grace)):
+            await writer_done.wait()
+        await _stop_process(process, stop, started)
+        for stream in (read_stream, write_stream, reader_in, writer_out):
+            await stream.aclose()
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdout)
+        tg.start_soon(write_stdin)
+        try:
+            yield read_stream, write_stream
+        finally:
+            closing = True
+            with anyio.CancelScope(shield=True):  # every wait inside is bounded
+                await shutdown()
+            tg.cancel_scope.cancel()  # a kill survivor holding a pipe end cannot keep the tasks
+    await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+def _parse_line(line: str) -> Any:
+    """One stdout line: a message, or the parse error as a value (no log: the connection keeps it)."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+async def _drain(process: Any) -> None:
+    """Read and drop what the server still writes, so a full stdout pipe cannot keep it from exiting."""
+    import anyio
+
+    closed = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError)
+    with anyio.CancelScope(shield=True), contextlib.suppress(*closed):
+        while True:
+            await process.stdout.receive()
+
+
+async def _stop_process(process: Any, stop: StopPolicy, started: float) -> None:
+    """Close stdin; after `stop.grace` (from `started`) SIGTERM the group; after `stop.kill_after`
+    SIGKILL it. The policy is read on every poll: hurrying it takes effect in a stop under way."""
+    import anyio
+
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    if not await _wait(lambda: process.returncode is not None, lambda: started + stop.grace):
+        pgid = process.pid  # start_new_session: the leader's pid is the group's
+        if _signal_group(pgid, signal.SIGTERM):
+            termed = anyio.current_time()
+
+            def gone() -> bool:
+                _ = process.returncode  # reaps the leader where the backend needs a look
+                return not _group_alive(pgid)
+
+            if not await _wait(gone, lambda: termed + stop.kill_after):
+                _signal_group(pgid, signal.SIGKILL)
+        reaped_by = anyio.current_time() + _REAP
+        if not await _wait(lambda: process.returncode is not None, lambda: reaped_by):
+            logger.warning("server process %d is still alive after SIGKILL; abandoning it", process.pid)
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdout.aclose()
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):  # else it stays open (and warns at GC) while a survivor holds a pipe
+        with contextlib.suppress(PermissionError):
+            close()
+
+
+async def _wait(done: Callable[[], bool], deadline: Callable[[], float]) -> bool:
+    """Poll `done` until it holds (True) or `deadline()` (asked on every poll) passes (False).
+    Not `process.wait()`: it also waits for pipe EOF, which a grandchild holding the pipe delays."""
+    import anyio
+
+    while not done():
+        if anyio.current_time() >= deadline():
+            return False
+        await anyio.sleep(_POLL)
+    return True
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Signal the process group; False once it is gone."""
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # never proves the group gone (zombies, foreign members): keep escalating
+        pass
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True

@@ -1,0 +1,1 @@
+"""The notebook: magics, cell arguments, views, widgets, export."""

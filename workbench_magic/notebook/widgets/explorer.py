@@ -1,0 +1,668 @@
+"""The explorer: toolboxes -> servers -> tools, a form per tool, calls, results and history.
+
+Core ipywidgets only. Widgets are touched only on the kernel thread: calls run on the workbench
+loop (`Workbench.submit`), and what they report (progress, results, errors) and what the
+workbench announces (tool, resource and prompt lists, statuses, closed toolboxes) reaches the
+explorer through its channel, which runs it on the kernel's event loop (or, outside a kernel,
+when `wait` pumps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import html
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import ipywidgets as w
+
+from workbench_magic.api.workbench import OpenedToolbox, Workbench
+from workbench_magic.engine.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
+from workbench_magic.engine.runtime import Channel, LoopChannel, QueueChannel
+from workbench_magic.notebook.widgets.asking import ElicitationPanel, PanelAsker
+from workbench_magic.notebook.widgets.forms import FormError, SchemaForm, close_tree
+from workbench_magic.notebook.widgets.results import render_error, render_markdown, render_message, render_result
+from workbench_magic.vocabulary.errors import WorkbenchError
+from workbench_magic.vocabulary.results import ServerStatus, ToolInfo, status_table_html, tools_table_html
+
+if TYPE_CHECKING:
+    from workbench_magic.engine.core import Event
+
+if TYPE_CHECKING:
+    from workbench_magic.vocabulary.results import ToolResult
+
+FORM_CACHE = 32
+"""Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
+
+_BADGES = {
+    "readOnlyHint": "read-only",
+    "destructiveHint": "destructive",
+    "idempotentHint": "idempotent",
+    "openWorldHint": "open-world",
+}
+_STATUS_MARK = {"connected": "●", "failed": "✖", "closed": "○"}
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value))
+
+
+def badges(tool: ToolInfo) -> list[str]:
+    """Annotation badges of a tool (read-only, destructive, ...)."""
+    notes = tool.annotations or {}
+    marks = [label for key, label in _BADGES.items() if notes.get(key) is True]
+    return marks if tool.ui is None else [tool.ui.mark, *marks]
+
+
+def server_label(status: ServerStatus) -> str:
+    state = "reconnecting" if status.status in ("connecting", "disconnected") else status.status
+    mark = _STATUS_MARK.get(status.status, "◌")
+    detail = f" · {status.tool_count} tools · {status.protocol}" if status.connected else ""
+    return f"{mark} {status.name} — {state}{detail}"
+
+
+def tool_label(tool: ToolInfo) -> str:
+    marks = badges(tool)
+    return tool.name + (f"  [{', '.join(marks)}]" if marks else "")
+
+
+def _kernel_channel() -> Channel:
+    """The way to the thread building the explorer: the kernel's event loop when one runs (a
+    cell in ipykernel runs inside it), else a queue that `Explorer.wait` pumps (scripts, tests)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return QueueChannel()
+    return LoopChannel(loop)
+
+
+class Explorer:
+    """Browse and call the tools of open toolboxes.
+
+    `explorer.widget` is the ipywidgets tree; displaying the explorer shows it (or static HTML /
+    text where no widget frontend runs). `explorer.result` is the last result,
+    `explorer.copy_as_cell()` the `%%use_tool` cell that reproduces the last call.
+    `close()` closes its widgets and stops listening; `Explorer.of(workbench, toolbox)` is the
+    one explorer of a toolbox, reused by every display and closed when the toolbox closes.
+    """
+
+    _shared: ClassVar[weakref.WeakKeyDictionary[Workbench, dict[str | None, Explorer]]] = weakref.WeakKeyDictionary()
+
+    def __init__(self, workbench: Workbench | None = None, toolbox: str | None = None) -> None:
+        self.workbench = workbench or Workbench.shared()
+        self.home = toolbox
+        self.result: ToolResult | None = None
+        self.cell: str | None = None
+        self.form: SchemaForm | None = None
+        self.tool: ToolInfo | None = None
+        self.closed = False
+        self._forms: OrderedDict[str, SchemaForm] = OrderedDict()
+        self._future: concurrent.futures.Future[ToolResult] | None = None
+        self._last_call: tuple[ToolInfo, dict[str, Any]] | None = None
+        self._settled = True
+        self._updating = False
+        self._channel = _kernel_channel()
+        self._log_timer: asyncio.TimerHandle | None = None
+        self._build()
+        self._asker = PanelAsker(self.requests_box)
+        self._channel.asker = self._asker
+        self._listen()
+        self.refresh(toolbox)
+
+    @property
+    def questions(self) -> list[ElicitationPanel]:
+        """Servers' questions (elicitation) for calls made here, waiting for an answer."""
+        return list(self._asker.panels)
+
+    @classmethod
+    def of(cls, workbench: Workbench, toolbox: str | None = None) -> Explorer:
+        """The explorer of `toolbox` (None: of everything open), built on first use."""
+        explorers = cls._shared.setdefault(workbench, {})
+        explorer = explorers.get(toolbox)
+        if explorer is None or explorer.closed:
+            explorer = explorers[toolbox] = cls(workbench, toolbox)
+        else:
+            explorer.refresh()
+        return explorer
+
+    # ---- construction -----------------------------------------------------------------
+    def _build(self) -> None:
+        auto = {"description_width": "auto"}
+        self.toolbox_select = w.Dropdown(description="toolbox", style=auto, layout=w.Layout(width="28%"))
+        # a Dropdown as wide as the explorer: server labels (status, tool count, protocol) stay whole
+        self.server_select = w.Dropdown(description="server", style=auto, layout=w.Layout(flex="1 1 auto"))
+        self.server_info = w.HTML(layout=w.Layout(width="100%"))
+        self.reconnect_button = w.Button(description="reconnect", icon="refresh", layout=w.Layout(width="auto"))
+        self.tool_select = w.Select(rows=14, layout=w.Layout(width="100%"))
+        self.tool_info = w.HTML()
+        # the description is Markdown (servers write `code` and lists in it), rendered by the front end
+        self.tool_doc = w.Output(layout=w.Layout(max_height="14em", overflow="auto"))
+        self.form_box = w.VBox()
+        self.call_button = w.Button(description="Call", button_style="primary", icon="play", disabled=True)
+        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.copy_button = w.Button(description="Copy as cell", icon="copy", disabled=True)
+        self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="50%", visibility="hidden"))
+        self.progress_label = w.Label()
+        self.requests_box = w.VBox()
+        self.result_pane = w.Output(layout=w.Layout(border="1px solid #ddd", min_height="2em", padding="4px"))
+        self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="8em", display="none"))
+        self.history_pane = w.HTML()
+        for widget, css in (
+            (self.toolbox_select, "wb-toolbox-select"),
+            (self.server_select, "wb-server-select"),
+            (self.server_info, "wb-server-info"),
+            (self.tool_select, "wb-tool-select"),
+            (self.tool_info, "wb-tool-info"),
+            (self.tool_doc, "wb-tool-doc"),
+            (self.call_button, "wb-call"),
+            (self.cancel_button, "wb-cancel"),
+            (self.copy_button, "wb-copy"),
+            (self.progress, "wb-progress"),
+            (self.progress_label, "wb-progress-label"),
+            (self.result_pane, "wb-result"),
+            (self.cell_text, "wb-cell"),
+            (self.history_pane, "wb-history"),
+        ):
+            widget.add_class(css)
+
+        top = w.HBox([self.toolbox_select, self.server_select, self.reconnect_button], layout=w.Layout(width="100%"))
+        left = w.VBox([self.tool_select], layout=w.Layout(width="36%", padding="0 8px 0 0"))
+        buttons = w.HBox([self.call_button, self.cancel_button, self.copy_button])
+        right = w.VBox(
+            [
+                self.tool_info,
+                self.tool_doc,
+                self.form_box,
+                buttons,
+                w.HBox([self.progress, self.progress_label]),
+                self.requests_box,
+                self.result_pane,
+                self.cell_text,
+            ],
+            layout=w.Layout(width="64%"),
+        )
+        self._panes = self._make_panes()
+        self.tabs = w.Tab(
+            children=[w.HBox([left, right]), *(pane.widget for pane in self._panes.values()), self.history_pane]
+        )
+        self.tabs.titles = ("Tools", "Resources", "Prompts", "Logs", "History")
+        self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), top, self.server_info, self.tabs])
+        self.widget.add_class("wb-explorer")
+        self.tabs.observe(self._on_tab, names="selected_index")
+
+        self.toolbox_select.observe(self._on_toolbox, names="value")
+        self.server_select.observe(self._on_server, names="value")
+        self.tool_select.observe(self._on_tool, names="value")
+        self.call_button.on_click(self._guard(lambda _: self.call()))
+        self.cancel_button.on_click(self._guard(lambda _: self.cancel()))
+        self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
+        self.reconnect_button.on_click(self._guard(lambda _: self._reconnect()))
+
+    def _make_panes(self) -> dict[str, Any]:
+        from workbench_magic.notebook.widgets.log_pane import LogPane
+        from workbench_magic.notebook.widgets.prompt_pane import PromptPane
+        from workbench_magic.notebook.widgets.resource_pane import ResourcePane
+
+        self._pane_targets: dict[str, tuple[str | None, str | None]] = {}
+        return {
+            "Resources": ResourcePane(self.workbench),
+            "Prompts": PromptPane(self.workbench),
+            "Logs": LogPane(self.workbench),
+        }
+
+    @property
+    def resources(self) -> Any:
+        """The Resources tab's pane."""
+        return self._panes["Resources"]
+
+    @property
+    def prompts(self) -> Any:
+        """The Prompts tab's pane."""
+        return self._panes["Prompts"]
+
+    @property
+    def logs(self) -> Any:
+        """The Logs tab's pane."""
+        return self._panes["Logs"]
+
+    def _on_tab(self, change: Any = None) -> None:
+        """A pane reads its server when it is shown (not on every change of selection)."""
+        title = self.tabs.titles[self.tabs.selected_index or 0]
+        if title == "History":
+            self._render_history()
+        pane = self._panes.get(title)
+        if pane is None:
+            return
+        target = (self.toolbox_select.value, self.server_select.value)
+        if self._pane_targets.get(title) != target:
+            self._pane_targets[title] = target
+            pane.show(*target)
+        else:
+            pane.refresh()
+        if title in ("Logs", "Resources"):
+            self._tick()
+
+    def _tick(self) -> None:
+        """While the Logs or Resources tab shows, bring it up to date every second (in a kernel,
+        on its event loop): new log lines, a watched resource's updates."""
+        loop = getattr(self._channel, "loop", None)
+        if loop is None or self.closed or self._log_timer is not None:
+            return
+
+        def tick() -> None:
+            self._log_timer = None
+            title = self.tabs.titles[self.tabs.selected_index or 0]
+            if self.closed or title not in ("Logs", "Resources"):
+                return
+            if title == "Logs":
+                self.logs.refresh()
+            else:
+                self.resources.sync()
+            self._tick()
+
+        self._log_timer = loop.call_later(1.0, tick)
+
+    def _guard(self, handler: Callable[[Any], Any]) -> Callable[[Any], None]:
+        """Button handlers report failures in the result pane, not in some cell's output."""
+
+        def run(arg: Any) -> None:
+            try:
+                handler(arg)
+            except Exception as exc:
+                render_error(self.result_pane, str(exc))
+
+        return run
+
+    def _listen(self) -> None:
+        """Hear the workbench's events on its loop thread; handle them on the kernel thread.
+
+        The subscription holds the explorer weakly: an explorer nobody holds is collected, and
+        its subscription ends with it.
+        """
+        ref = weakref.ref(self)
+        channel = self._channel
+
+        def on_event(event: Event) -> None:
+            if ref() is not None:
+                channel.post(lambda: _deliver(ref, event))
+
+        self._unsubscribe = self.workbench.subscribe(on_event)
+        self._finalizer = weakref.finalize(self, self._unsubscribe)
+
+    def _on_event(self, event: Event) -> None:
+        if self.closed:
+            return
+        if isinstance(event, ToolboxClosed):
+            if event.toolbox == self.home:
+                self.close()
+            else:
+                self.refresh()
+        elif isinstance(event, ToolsChanged | StatusChanged):
+            if event.toolbox == self.toolbox_select.value:
+                self._on_toolbox()
+            elif self.workbench.is_open(event.toolbox) != (event.toolbox in self.toolbox_select.options):
+                self.refresh()
+        elif isinstance(event, ResourcesChanged | PromptsChanged):
+            self._list_changed(event)
+
+    def _list_changed(self, event: ResourcesChanged | PromptsChanged) -> None:
+        """A server's resource or prompt list changed: its pane lists it again when it shows that
+        server now (a pane re-lists whenever its tab is shown, so a hidden one has nothing to do)."""
+        title = "Resources" if isinstance(event, ResourcesChanged) else "Prompts"
+        shown = self.tabs.titles[self.tabs.selected_index or 0] == title
+        if shown and self._pane_targets.get(title) == (event.toolbox, event.server):
+            self._panes[title].refresh()
+
+    def close(self) -> None:
+        """Stop listening and close every widget (a displayed explorer goes blank)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._finalizer()
+        if self._future is not None and not self._future.done():
+            self._future.cancel()
+        for form in self._forms.values():
+            form.close()
+        self._forms.clear()
+        for pane in self._panes.values():
+            pane.close()
+        if self._log_timer is not None:
+            self._log_timer.cancel()
+        close_tree(self.widget, self.cell_text)
+        explorers = self._shared.get(self.workbench, {})
+        if explorers.get(self.home) is self:
+            del explorers[self.home]
+
+    # ---- navigation -------------------------------------------------------------------
+    def refresh(self, toolbox: str | None = None) -> None:
+        """Re-read toolboxes, servers and tools (keeps the current selection where it can)."""
+        if self.closed:
+            return
+        opened = [tb.name for tb in self.workbench.toolboxes() if tb.open]
+        keep = toolbox or self.toolbox_select.value
+        self._set_options(self.toolbox_select, opened, keep if keep in opened else (opened[0] if opened else None))
+        self._on_toolbox()
+        self._render_history()
+
+    def _set_options(self, select: Any, options: list[Any], value: Any) -> None:
+        """Replace a selection's options and value without firing our observers in between
+        (ipywidgets selects the first option on every change of `options`)."""
+        self._updating = True
+        try:
+            if list(select.options) != options:
+                select.options = options
+            if select.value != value:
+                select.value = value
+        finally:
+            self._updating = False
+
+    def _on_toolbox(self, change: Any = None) -> None:
+        if self._updating:
+            return
+        name = self.toolbox_select.value
+        if not name or not self.workbench.is_open(name):
+            self._set_options(self.server_select, [], None)
+            self.server_info.value = "<i>No toolbox is open: %workbench open NAME</i>"
+            self._on_server()
+            return
+        servers = self.workbench.toolbox_state(name).servers
+        keep = self.server_select.value
+        value = keep if keep in servers else next(iter(servers), None)
+        self._set_options(self.server_select, [(server_label(st), s) for s, st in servers.items()], value)
+        self._on_server()
+
+    def _server_status(self) -> ServerStatus | None:
+        toolbox, server = self.toolbox_select.value, self.server_select.value
+        if not toolbox or not server or not self.workbench.is_open(toolbox):
+            return None
+        return self.workbench.toolbox_state(toolbox).servers.get(server)
+
+    def _server_tools(self, status: ServerStatus) -> tuple[ToolInfo, ...]:
+        if not status.connected or not self.workbench.is_open(status.toolbox):
+            return ()
+        return self.workbench.toolbox_state(status.toolbox).tools.get(status.name, ())
+
+    def _on_server(self, change: Any = None) -> None:
+        if self._updating:
+            return
+        status = self._server_status()
+        if status is None:
+            self._set_options(self.tool_select, [], None)
+            self._on_tool()
+            return
+        self.server_info.value = self._server_html(status)
+        if self.tabs.selected_index:
+            self._on_tab()
+        tools = self._server_tools(status)
+        keep = self.tool_select.value
+        names = [t.name for t in tools]
+        value = keep if keep in names else (names[0] if names else None)
+        self._set_options(self.tool_select, [(tool_label(t), t.name) for t in tools], value)
+        self._on_tool()
+
+    @staticmethod
+    def _server_html(status: ServerStatus) -> str:
+        if status.status == "failed":
+            return f"<div style='color:#b00020;white-space:pre-wrap'>{_esc(status.error)}</div>"
+        info = f" · {_esc(status.server_info)}" if status.server_info else ""
+        return (
+            f"<div>{_esc(status.status)} · {_esc(status.transport)} · protocol {_esc(status.protocol)}"
+            f" · {status.tool_count} tools{info}</div>"
+        )
+
+    def _on_tool(self, change: Any = None) -> None:
+        if self._updating:
+            return
+        status = self._server_status()
+        name = self.tool_select.value
+        tool = None
+        if status is not None and name:
+            tool = next((t for t in self._server_tools(status) if t.name == name), None)
+        self.tool = tool
+        if tool is None:
+            self.tool_info.value = ""
+            render_markdown(self.tool_doc, "")
+            self.form_box.children = ()
+            self.form = None
+            self.call_button.disabled = True
+            return
+        marks = "".join(
+            f"<span style='border:1px solid #888;border-radius:3px;padding:0 4px;margin-left:4px'>{_esc(b)}</span>"
+            for b in badges(tool)
+        )
+        self.tool_info.value = f"<div><b><code>{_esc(tool.path)}</code></b>{marks}</div>"
+        render_markdown(self.tool_doc, (tool.description or "").strip())
+        form = self._form_for(tool)
+        if form is not self.form:
+            self.form = form
+            self.form_box.children = (form.widget,)
+        self.call_button.disabled = self._future is not None and not self._future.done()
+
+    def _form_for(self, tool: ToolInfo) -> SchemaForm:
+        """The tool's form, kept across selections and tool-list changes while its schema stays;
+        a changed schema gets a new form holding the old values where they still fit."""
+        form = self._forms.pop(tool.path, None)
+        if form is not None and form.schema != tool.input_schema:
+            old = form
+            form = SchemaForm(tool.input_schema)
+            try:
+                form.set_value(old.value)
+            except WorkbenchError:
+                pass
+            old.close()
+        if form is None:
+            form = SchemaForm(tool.input_schema)
+        self._forms[tool.path] = form
+        while len(self._forms) > FORM_CACHE:
+            _, evicted = self._forms.popitem(last=False)
+            if evicted is not self.form:
+                evicted.close()
+        return form
+
+    def select(self, path: str) -> ToolInfo:
+        """Select `toolbox/server/tool` (what clicking through the lists does)."""
+        tool = self.workbench.tool(path)
+        if tool.toolbox not in self.toolbox_select.options:
+            self.refresh(tool.toolbox)
+        self.toolbox_select.value = tool.toolbox
+        self.server_select.value = tool.server
+        self.tool_select.value = tool.name
+        assert self.tool is not None
+        return self.tool
+
+    def _reconnect(self) -> None:
+        status = self._server_status()
+        if status is None:
+            return
+        self.server_info.value = "<i>reconnecting…</i>"
+        self.workbench.reconnect(f"{status.toolbox}/{status.name}")
+        self._on_toolbox()
+
+    # ---- calling ------------------------------------------------------------------------
+    def call(self) -> concurrent.futures.Future[ToolResult] | None:
+        """Call the selected tool with the form's values; returns at once (the future of the call)."""
+        if self.tool is None or self.form is None:
+            render_error(self.result_pane, "Select a tool first")
+            return None
+        if self._future is not None and not self._future.done():
+            render_error(self.result_pane, "A call is already running: cancel it first")
+            return None
+        try:
+            arguments = self.form.value
+        except FormError as exc:
+            render_error(self.result_pane, str(exc))
+            return None
+        tool = self.tool
+        self._last_call = (tool, arguments)
+        self.copy_button.disabled = False
+        self.progress.value = 0
+        self.progress.bar_style = "info"
+        self.progress.layout.visibility = "visible"
+        self.progress_label.value = "running…"
+        render_message(self.result_pane, f"calling {tool.path} …")
+        self.call_button.disabled = True
+        self.cancel_button.disabled = False
+        started = time.perf_counter()
+        self._settled = False
+        channel = self._channel
+        future = self.workbench.submit(tool.identifier, arguments, progress=self._on_progress, channel=channel)
+        self._future = future
+        # done-callbacks run on the loop thread: the outcome is shown from the kernel thread
+        future.add_done_callback(lambda f: channel.post(lambda: self._finished(f, tool, started)))
+        return future
+
+    def _on_progress(self, value: float, total: float | None, message: str | None) -> None:
+        if self.closed:
+            return
+        if total:
+            self.progress.value = min(1.0, value / total)
+            self.progress_label.value = f"{value:g}/{total:g} {message or ''}".strip()
+        else:
+            self.progress.value = 0.5
+            self.progress_label.value = f"{value:g} {message or ''}".strip()
+
+    def _finished(self, future: concurrent.futures.Future[ToolResult], tool: ToolInfo, started: float) -> None:
+        try:
+            if not self.closed:
+                self._show_outcome(future, tool, time.perf_counter() - started)
+        finally:
+            self._settled = True
+
+    def _show_outcome(self, future: concurrent.futures.Future[ToolResult], tool: ToolInfo, elapsed: float) -> None:
+        self.cancel_button.disabled = True
+        self.call_button.disabled = self.tool is None
+        if future.cancelled():
+            self.progress.bar_style = "warning"
+            self.progress_label.value = f"cancelled after {elapsed:.1f} s"
+            render_error(self.result_pane, f"Call of {tool.path} cancelled")
+        else:
+            error = future.exception()
+            if error is not None:
+                self.progress.bar_style = "danger"
+                self.progress_label.value = "failed"
+                render_error(self.result_pane, str(error))
+            else:
+                result = future.result()
+                self.result = result
+                self.progress.value = 1.0
+                self.progress.bar_style = "danger" if result.is_error else "success"
+                self.progress_label.value = f"{'error' if result.is_error else 'done'} in {result.elapsed:.2f} s"
+                render_result(self.result_pane, result, tool.output_schema)
+        self._render_history()
+
+    def cancel(self) -> None:
+        """Cancel the running call (the server gets `notifications/cancelled`)."""
+        if self._future is not None and not self._future.done():
+            self._future.cancel()
+
+    def wait(self, timeout: float | None = None) -> ToolResult | None:
+        """Block until the running call ends and is shown (for scripts and tests); returns `result`.
+
+        Outside a kernel this thread runs what the workbench posted to the explorer meanwhile.
+        """
+        self.wait_until(lambda: self._settled, timeout)
+        return self.result
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Run posted updates until `condition()` holds (True) or `timeout` passes (False).
+
+        For scripts and tests: in a kernel, updates arrive on the kernel's event loop by themselves.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        channel = self._channel
+        while True:
+            if isinstance(channel, QueueChannel):
+                channel.drain()
+            if condition():
+                return True
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            if isinstance(channel, QueueChannel):
+                channel.run_next(0.5 if remaining is None else min(0.5, remaining))
+            else:
+                time.sleep(0.01)  # in a kernel, updates need the event loop this thread is blocking
+
+    def copy_as_cell(self) -> str:
+        """The `%%use_tool` cell reproducing the last call (also shown under the result)."""
+        if self._last_call is None:
+            raise WorkbenchError("Call a tool first: the cell reproduces the last call")
+        import yaml
+
+        tool, arguments = self._last_call
+        body = (
+            yaml.safe_dump(arguments, sort_keys=False, allow_unicode=True, default_flow_style=False)
+            if arguments
+            else ""
+        )
+        self.cell = f"%%use_tool {tool.path}\n{body}".rstrip("\n") if arguments else f"%use_tool {tool.path}"
+        self.cell_text.value = self.cell
+        self.cell_text.layout.display = None
+        return self.cell
+
+    def _render_history(self) -> None:
+        history = self.workbench.history
+        self.history_pane.value = history._repr_html_() if history else "<i>No calls yet</i>"
+
+    # ---- display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        status = self.workbench.status()
+        if not status:
+            return "MCP Workbench explorer: no toolbox is open (%workbench open NAME)"
+        lines = ["MCP Workbench explorer"]
+        for toolbox, servers in status.items():
+            lines.append(f"{toolbox}:")
+            for st in servers.values():
+                lines.append(f"  {st!r}")
+                if st.connected:
+                    for tool in self.workbench.tools(f"{toolbox}/{st.name}"):
+                        lines.append(f"    {tool_label(tool)}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        """Static HTML, for nbconvert and frontends without widgets."""
+        parts = ["<div class='wb-explorer-static'><b>MCP Workbench</b>"]
+        for toolbox, servers in self.workbench.status().items():
+            parts.append(f"<h4>{_esc(toolbox)}</h4>{status_table_html(servers.values())}")
+            parts.append(tools_table_html(self.workbench.tools(toolbox), self.workbench.display_limit))
+        if len(parts) == 1:
+            parts.append("<p><i>No toolbox is open.</i></p>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/plain"] = repr(self)
+        bundle["text/html"] = self._repr_html_()
+        return bundle
+
+
+def _deliver(ref: weakref.ref[Explorer], event: Event) -> None:
+    explorer = ref()
+    if explorer is not None:
+        explorer._on_event(event)
+
+
+class ExploredToolbox(OpenedToolbox):
+    """What `%workbench open` returns: an `OpenedToolbox` that displays as the explorer.
+
+    Every display shows the toolbox's one explorer (`Explorer.of`), not a new one.
+    """
+
+    @property
+    def explorer(self) -> Explorer:
+        return Explorer.of(self.workbench, self.name)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        explorer = self.explorer
+        bundle = explorer._repr_mimebundle_()
+        bundle["text/plain"] = repr(self)
+        bundle["text/html"] = self._repr_html_()
+        return bundle

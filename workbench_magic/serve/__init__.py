@@ -1,0 +1,1 @@
+"""`workbench-magic serve`: the MCP server, forwarding, the fast lane, the stdio and HTTP wires."""

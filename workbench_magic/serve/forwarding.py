@@ -1,0 +1,412 @@
+"""`serve` forwards what a downstream server asks and tells during a call to the upstream client.
+
+A `use_tool` (or dynamic-mode) call runs on the workbench loop with an `UpstreamChannel`: a
+`LoopChannel` of the serve loop whose `upstream` is the client that made the call. `ClientSide`
+hands that upstream the downstream server's sampling, elicitation (form and URL) and roots
+requests and its log messages; the call's progress goes up as the upstream request's progress.
+
+The upstream client's protocol generation decides how a request travels:
+
+- 2025-11-25 (handshake era): a real JSON-RPC request to the upstream client, related to the
+  `tools/call` being served, sent from the serve loop while the downstream call waits;
+- 2026-07-28: servers may not send requests, so the `tools/call` answers an
+  `InputRequiredResult` carrying the downstream's question; the downstream call keeps waiting
+  (`PendingCall`), and the client's retry (its `request_state` names the pending call) delivers
+  the answer and waits for the next question or the result.
+
+What the upstream client did not declare is not forwarded: sampling is then refused, elicitation
+declined, and roots are the workbench's own.
+
+Outside a call, downstream servers that follow roots get them from `ClientRoots` on the stdio face
+(its one client owns them); on the HTTP face (many clients) they are the workbench's own, none
+unless set. A server's own `"roots"` config wins over both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+
+from workbench_magic.engine.runtime import Call, LoopChannel
+from workbench_magic.engine.transports import sdk_deprecations
+
+logger = logging.getLogger("workbench_magic.server")
+
+PENDING_TTL = 600.0
+ROOTS_TIMEOUT = 60.0
+"""Seconds a handshake-era client may take to answer a `roots/list` asked outside a call."""
+"""Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
+
+_SETTLE_ROUNDS = 8
+"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up when
+the call ran on another loop than the served request."""
+_SETTLE_ROUNDS_SAME_LOOP = 2
+"""The same, when both run on one loop (as `serve` runs them). A notification read before the
+response has its handler task queued ahead of the response's waiter, and reaches our callback
+within a turn or two (one more for a channel post); the result takes five turns and more to come
+back up to `flush` (session, connection, core, the call's task, its future). Two turns of margin."""
+
+_Question = tuple[Any, type[Any], "concurrent.futures.Future[Any]"]
+
+
+def _without_meta(params: Any) -> Any:
+    """Downstream request params without the downstream's own `_meta` (its progress token)."""
+    return params.model_copy(update={"meta": None}) if getattr(params, "meta", None) is not None else params
+
+
+class Upstream:
+    """The upstream client of one call being served, as the downstream's questions see it.
+
+    Methods that start with `a` are awaited on the workbench loop; they reach the upstream
+    session on the serve loop.
+    """
+
+    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.context = context
+        self.loop = loop
+        self.capabilities: types.ClientCapabilities | None = context.client_capabilities
+        version = context.protocol_version or ""
+        self.modern = version >= "2026-07-28"
+        self.quiet: bool = getattr(context, "quiet", False)
+        """Nothing but the result reaches this client (lane.py): log messages and progress are dropped."""
+        self.questions: list[_Question] = []
+        """What a 2026-07-28 downstream asked and the client has not been sent yet (serve loop)."""
+        self._sent: list[concurrent.futures.Future[None]] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    # ---- what the upstream client declared ------------------------------------------------
+    def offers(self, kind: str, *, url: bool = False) -> bool:
+        """Whether the upstream client declared `kind` (sampling, elicitation, roots)."""
+        caps = self.capabilities
+        if caps is None:
+            return False
+        if kind == "elicitation":
+            elicitation = caps.elicitation
+            if elicitation is None:
+                return False
+            if url:
+                return elicitation.url is not None
+            return elicitation.form is not None or elicitation.url is None
+        return getattr(caps, kind, None) is not None
+
+    # ---- requests, from the workbench loop ------------------------------------------------
+    async def sample(self, messages: list[Any], params: Any) -> Any:
+        """The upstream client's answer to a downstream `sampling/createMessage`."""
+        request = types.CreateMessageRequest(params=_without_meta(params))
+        wants_tools = bool(getattr(params, "tools", None))
+        result_type = types.CreateMessageResultWithTools if wants_tools else types.CreateMessageResult
+        return await self._request(request, result_type)
+
+    async def elicit(self, params: Any) -> types.ElicitResult:
+        """The upstream client's answer to a downstream `elicitation/create` (form or URL)."""
+        params = _without_meta(params)
+        if not self.modern and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
+            # 2026-07-28 servers send URL elicitations without an id; the handshake era requires one.
+            params = params.model_copy(update={"elicitation_id": f"workbench-{secrets.token_hex(8)}"})
+        return await self._request(types.ElicitRequest(params=params), types.ElicitResult)  # type: ignore[no-any-return]
+
+    async def list_roots(self) -> types.ListRootsResult:
+        """The upstream client's roots."""
+        return await self._request(types.ListRootsRequest(), types.ListRootsResult)  # type: ignore[no-any-return]
+
+    async def _request(self, request: Any, result_type: type[Any]) -> Any:
+        if self.modern:
+            answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self.loop.call_soon_threadsafe(self._ask, (request, result_type, answer))
+            return await asyncio.wrap_future(answer)
+        return await self._on_serve_loop(self._send(request, result_type))
+
+    def _ask(self, question: _Question) -> None:
+        self.questions.append(question)
+        self._wake()
+
+    def _wake(self, *_: Any) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def asked_or(self, done: asyncio.Future[Any]) -> None:
+        """Return when the downstream has asked something or `done` is done (on the serve loop;
+        one future and a callback, where `asyncio.wait` on a queue's task costs a task a call)."""
+        if self.questions or done.done():
+            return
+        self._waiter = asyncio.get_running_loop().create_future()
+        done.add_done_callback(self._wake)
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def _send(self, request: Any, result_type: type[Any]) -> Any:
+        from mcp.shared.message import ServerMessageMetadata
+
+        session = self.context.request_context.session
+        related = self.context.request_context.request_id
+        return await session.send_request(
+            request, result_type, metadata=ServerMessageMetadata(related_request_id=related)
+        )
+
+    async def _on_serve_loop(self, coro: Any) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+
+    # ---- notifications, posted to the serve loop -------------------------------------------
+    @property
+    def asks(self) -> bool:
+        """Whether a downstream question can reach this client (one it declared, or a handshake-era
+        client's request); else each is refused, declined or answered with the workbench's roots."""
+        return not self.modern or any(self.offers(kind) for kind in ("sampling", "elicitation", "roots"))
+
+    def log(self, params: Any) -> None:
+        """A downstream log message, as the upstream request's log message (from the workbench loop)."""
+        if self.quiet:
+            return
+        self._sent.append(asyncio.run_coroutine_threadsafe(self._log(params), self.loop))
+
+    async def flush(self, call_loop: asyncio.AbstractEventLoop) -> None:
+        """Wait until the downstream's notifications are out: they must precede the call's result
+        (over HTTP the request's stream closes with it). The SDK may hand the workbench a
+        notification after the response that followed it, so the call's loop first runs what
+        it has queued. A quiet client is sent nothing: no wait."""
+        if self.quiet:
+            return
+        if call_loop is asyncio.get_running_loop():
+            await _let_queued_callbacks_run(_SETTLE_ROUNDS_SAME_LOOP)
+        elif not call_loop.is_closed():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
+        sent, self._sent = self._sent, []
+        if sent:
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
+
+    async def _log(self, params: Any) -> None:
+        context = self.context
+        try:
+            with sdk_deprecations():  # a handshake-era client's log messages: no warning on serve's stderr
+                await context.request_context.session.send_log_message(
+                    level=params.level,
+                    data=params.data,
+                    logger=params.logger,
+                    related_request_id=context.request_context.request_id,
+                )
+        except Exception as exc:
+            logger.debug("a log message could not reach the upstream client: %s", exc)
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The downstream call's progress, as the upstream request's (run on the serve loop)."""
+        if self.quiet:
+            return
+        self._sent.append(asyncio.run_coroutine_threadsafe(self._progress(progress, total, message), self.loop))
+
+    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        try:
+            await self.context.report_progress(progress, total, message)
+        except Exception as exc:
+            logger.debug("progress could not reach the upstream client: %s", exc)
+
+
+async def _let_queued_callbacks_run(rounds: int = _SETTLE_ROUNDS) -> None:
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+def _uris(result: Any) -> list[str]:
+    return [str(root.uri) for root in result.roots]
+
+
+class ClientRoots:
+    """serve's one stdio client as the roots of the downstream servers that follow roots when no
+    call is in flight (a `clientside.RootsSource`; the HTTP face has many clients and sets none).
+
+    A handshake-era client that declared roots owns them: each downstream `roots/list` is asked of
+    it on the connection's own channel, and its `notifications/roots/list_changed` goes on to every
+    open server that follows roots, which then asks again. A 2026-07-28 client cannot be asked
+    outside a request: its roots are the ones it last gave during a call, none before it gave any;
+    when what it gives changes, the servers that follow roots are told, as for a notification.
+    """
+
+    def __init__(self, workbench: Any) -> None:
+        self.workbench = workbench
+        self._session: Any = None
+        """The handshake-era client's session (its standalone channel), once it declared roots."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._last: types.ListRootsResult | None = None
+
+    def install(self, lowlevel: Any) -> None:
+        """Hear the client's `initialized` and `roots/list_changed` (after any handler already set, which
+        still runs), and become the workbench's roots source."""
+        for method, hear in (
+            ("notifications/initialized", self._initialized),
+            ("notifications/roots/list_changed", self._list_changed),
+        ):
+            previous = lowlevel.get_notification_handler(method)
+
+            async def handler(ctx: Any, params: Any, hear: Any = hear, previous: Any = previous) -> None:
+                hear(ctx)
+                if previous is not None:
+                    await previous.handler(ctx, params)
+
+            params_type = previous.params_type if previous is not None else types.NotificationParams
+            lowlevel.add_notification_handler(method, params_type, handler)
+        self.workbench.set_roots_source(self)
+
+    def _initialized(self, ctx: Any) -> None:
+        session = ctx.session
+        caps = session.client_capabilities
+        if session.protocol_version < "2026-07-28" and caps is not None and caps.roots is not None:
+            self._session, self._loop = session, asyncio.get_running_loop()
+
+    def _list_changed(self, ctx: Any) -> None:
+        if self._session is not None:
+            self.workbench.roots_source_changed()
+
+    def gave(self, result: Any) -> None:
+        """The client answered a downstream `roots/list` during a call. A 2026-07-28 client's roots
+        are then these; when they differ from the last, the servers that follow roots are told."""
+        before = self._last
+        self._last = result
+        if self._session is None and (before is None or _uris(before) != _uris(result)):
+            self.workbench.roots_source_changed()
+
+    async def list_roots(self) -> types.ListRootsResult | None:
+        """The handshake-era client's answer; else what the client last gave (None: none yet)."""
+        session, loop = self._session, self._loop
+        if session is None or loop is None:
+            return self._last
+        ask = session.send_request(
+            types.ListRootsRequest(), types.ListRootsResult, request_read_timeout_seconds=ROOTS_TIMEOUT
+        )
+        if loop is asyncio.get_running_loop():
+            return await ask  # type: ignore[no-any-return]
+        future = asyncio.run_coroutine_threadsafe(ask, loop)
+        try:
+            return await asyncio.wrap_future(future)  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+
+
+class UpstreamChannel(LoopChannel):
+    """The channel of a call being served: the serve loop, and the upstream client to forward to."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        super().__init__(upstream.loop)
+        self.upstream = upstream
+
+
+class PendingCall:
+    """A downstream call waiting on a 2026-07-28 client's answers, between its retries."""
+
+    def __init__(self, upstream: Upstream, call: Call[Any]) -> None:
+        self.upstream = upstream
+        self.call = call
+        self.asked: dict[str, _Question] = {}
+        self.expiry: asyncio.TimerHandle | None = None
+
+
+class Forwarder:
+    """Runs calls for `serve` with forwarding (one per server; lives on the serve loop)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingCall] = {}
+
+    @property
+    def pending(self) -> int:
+        """2026-07-28 calls waiting for their client's retry."""
+        return len(self._pending)
+
+    async def run(
+        self, context: Any, start: Callable[[UpstreamChannel], Call[Any]], upstream: Upstream | None = None
+    ) -> Any:
+        """The call's result, or an `InputRequiredResult` while the downstream waits on the client.
+
+        `start(channel)` starts the call on the workbench loop; a retry that names a pending
+        call (its `request_state`) resumes that one instead. `upstream`: the request's, when the
+        caller has made it already.
+        """
+        pending = self._resume(context)
+        if pending is None:
+            upstream = upstream or Upstream(context, asyncio.get_running_loop())
+            pending = PendingCall(upstream, start(UpstreamChannel(upstream)))
+        return await self._wait(pending)
+
+    def _resume(self, context: Any) -> PendingCall | None:
+        state = getattr(context, "request_state", None)
+        pending = self._pending.pop(state, None) if state else None
+        if pending is None:
+            return None
+        if pending.expiry is not None:
+            pending.expiry.cancel()
+        pending.upstream.context = context
+        responses = context.input_responses or {}
+        for key, (_, result_type, answer) in pending.asked.items():
+            if answer.done():
+                continue
+            response = responses.get(key)
+            if response is None:
+                answer.set_exception(RuntimeError(f"the client's retry did not answer {key!r}"))
+                continue
+            try:
+                answer.set_result(result_type.model_validate(response.model_dump(by_alias=True, exclude_none=True)))
+            except Exception as exc:
+                answer.set_exception(exc)
+        pending.asked.clear()
+        return pending
+
+    async def _wait(self, pending: PendingCall) -> Any:
+        done = pending.call.wrap()
+        upstream = pending.upstream
+        try:
+            await upstream.asked_or(done)
+        except asyncio.CancelledError:
+            pending.call.cancel()
+            raise
+        if done.done():
+            await upstream.flush(pending.call.loop)
+            return done.result()
+        questions, upstream.questions = upstream.questions, []
+        for question in questions:
+            pending.asked[f"q{secrets.token_hex(4)}"] = question
+        state = secrets.token_urlsafe(16)
+        self._pending[state] = pending
+        pending.expiry = asyncio.get_running_loop().call_later(PENDING_TTL, self._expire, state)
+        requests = {key: request for key, (request, _, _) in pending.asked.items()}
+        return types.InputRequiredResult(input_requests=requests, request_state=state)
+
+    def _expire(self, state: str) -> None:
+        pending = self._pending.pop(state, None)
+        if pending is not None:
+            logger.info("a client did not retry a call waiting on its answer: cancelled downstream")
+            pending.call.cancel()
+
+    def close(self) -> None:
+        """Cancel every call still waiting for its client."""
+        for state in list(self._pending):
+            pending = self._pending.pop(state)
+            if pending.expiry is not None:
+                pending.expiry.cancel()
+            pending.call.cancel()
+
+
+def advertise(workbench: Any, context: Any, fallback: Callable[..., Any]) -> None:
+    """Sampling is advertised downstream only when the upstream client opening a toolbox declared it
+    (`fallback` answers the sampling requests no upstream can take)."""
+    caps = getattr(context, "client_capabilities", None) if context is not None else None
+    wanted = caps is not None and caps.sampling is not None
+    if wanted != (workbench.sampling_handler is not None):
+        workbench.sampling_handler = fallback if wanted else None
+
+
+def no_upstream_sampling(messages: list[Any], params: Any) -> Any:
+    """Sampling outside a forwarded call (no upstream client to ask)."""
+    from workbench_magic.vocabulary.errors import WorkbenchError
+
+    raise WorkbenchError("no upstream client that can sample is waiting on this call")

@@ -1,0 +1,110 @@
+"""The HTTP face of `workbench-magic serve`: a bearer token at the door, DNS-rebinding checks kept.
+
+`serve --transport http --token T` (or `WORKBENCH_SERVE_TOKEN=T`) answers 401 to every request
+without `Authorization: Bearer T`. Binding to anything but loopback without a token refuses to
+start: the workbench runs commands on this machine for whoever can reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+import socket
+from typing import Any
+
+from workbench_magic.vocabulary.errors import UsageError
+
+TOKEN_ENV = "WORKBENCH_SERVE_TOKEN"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve_token(given: str | None) -> str | None:
+    """The token from `--token`, else `$WORKBENCH_SERVE_TOKEN` (an empty value means none)."""
+    token = given if given is not None else os.environ.get(TOKEN_ENV)
+    return token or None
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse a non-loopback bind without a token, in one line that says how to pass one."""
+    if host not in LOOPBACK and not token:
+        raise UsageError(
+            f"Refusing to serve on {host} without a token: anyone who can reach it could run the workbench's "
+            f"servers. Pass --token TOKEN or set {TOKEN_ENV}, or bind to 127.0.0.1."
+        )
+
+
+class BearerGate:
+    """ASGI middleware: HTTP requests need `Authorization: Bearer <token>` (compared in constant time)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), b"")
+        if hmac.compare_digest(given, self._expected):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": "unauthorized", "error_description": "Authorization: Bearer <token> required"})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="workbench-magic"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body.encode()})
+
+
+def transport_security(host: str) -> Any:
+    """Host/Origin checks (DNS-rebinding protection) for any bind: loopback names always, plus the
+    bound address and this machine's names when serving beyond loopback."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1", "localhost", "[::1]"]
+    if host not in LOOPBACK:
+        names = {socket.gethostname(), socket.getfqdn()}
+        if host not in ("0.0.0.0", "::"):
+            names.add(f"[{host}]" if ":" in host else host)
+        hosts += sorted(n for n in names if n)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"{scheme}://{h}:*" for h in hosts for scheme in ("http", "https")],
+    )
+
+
+async def serve_http(
+    server: Any, host: str, port: int, token: str | None, *, stop: asyncio.Event | None = None
+) -> None:
+    """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp`, behind the token if there
+    is one (on the workbench's loop, see `serve`), until `stop` is set: uvicorn then closes its
+    sockets and connections and ends (serve is going away: no wait for open requests and streams)."""
+    import uvicorn
+
+    app: Any = server.streamable_http_app(transport_security=transport_security(host), host=host)
+    if token:
+        app = BearerGate(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    web = uvicorn.Server(config)
+    if stop is None:
+        await web.serve()
+        return
+
+    async def stop_when_told() -> None:
+        await stop.wait()
+        web.should_exit = web.force_exit = True
+
+    watcher = asyncio.ensure_future(stop_when_told())
+    try:
+        await web.serve()
+    finally:
+        watcher.cancel()

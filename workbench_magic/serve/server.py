@@ -1,0 +1,647 @@
+"""`workbench-magic serve`: the workbench as an MCP server, as the original MCP Workbench was.
+
+Meta-tools `list_toolboxes`, `open_toolbox`, `close_toolbox`, `use_tool` and `search_tools`
+give any MCP client the toolboxes of one config. In dynamic mode every tool of an opened
+toolbox is also registered as `{toolbox}__{server}__{tool}` and clients are told the list
+changed (the legacy notification and the 2026-07-28 subscription).
+
+The server runs on its own event loop (the main thread); the `Workbench` and every downstream
+connection live on the workbench loop thread, reached with `acall`/`aopen`. Logs go to stderr:
+on stdio, stdout is the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+import mcp_types as types
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.shared.subscriptions import ToolsListChanged
+
+from workbench_magic.api.workbench import Workbench
+from workbench_magic.engine import schema
+from workbench_magic.engine.core import ToolsChanged
+from workbench_magic.serve.forwarding import (
+    ClientRoots,
+    Forwarder,
+    Upstream,
+    UpstreamChannel,
+    advertise,
+    no_upstream_sampling,
+)
+from workbench_magic.vocabulary.errors import WorkbenchError
+from workbench_magic.vocabulary.identifiers import parse_identifier
+from workbench_magic.vocabulary.results import ToolInfo
+
+logger = logging.getLogger("workbench_magic.server")
+
+Mode = Literal["proxy", "dynamic"]
+Answer = types.CallToolResult | types.InputRequiredResult
+"""A call's answer: its result, or (2026-07-28 clients) a downstream question to answer first."""
+MAX_TOOL_NAME = 64
+SERVE_HISTORY_LIMIT = 1_000
+"""`serve` runs for days: it keeps fewer calls in its history than a notebook."""
+ANSWER_WAIT = 10.0
+"""Dynamic mode: at most this long a tool-list notification waits for the answer it follows."""
+
+_STRING = {"type": "string", "minLength": 1}
+_TOOLBOX_ARG = {
+    "type": "object",
+    "properties": {"toolbox": {**_STRING, "description": "Toolbox name, from list_toolboxes"}},
+    "required": ["toolbox"],
+    "additionalProperties": False,
+}
+_IDENTIFIER = {
+    "type": "object",
+    "description": "Which tool: its toolbox, its server, and its name (as open_toolbox lists them)",
+    "properties": {
+        "toolbox": {**_STRING, "description": "Toolbox name"},
+        "server": {**_STRING, "description": "Server name within the toolbox"},
+        "name": {**_STRING, "description": "Tool name as the server defines it"},
+    },
+    "required": ["toolbox", "server", "name"],
+    "additionalProperties": False,
+}
+
+
+def _notes(title: str, *, read_only: bool) -> types.ToolAnnotations:
+    """Annotations of the toolbox meta-tools: idempotent, local, never destructive."""
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    )
+
+
+@dataclass(frozen=True)
+class MetaTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: types.ToolAnnotations
+
+    def sdk(self) -> types.Tool:
+        return types.Tool(
+            name=self.name, description=self.description, input_schema=self.input_schema, annotations=self.annotations
+        )
+
+
+META_TOOLS: dict[str, MetaTool] = {
+    t.name: t
+    for t in (
+        MetaTool(
+            "list_toolboxes",
+            "List the configured toolboxes: name, description, servers, and whether each is open.",
+            {"type": "object", "properties": {}, "additionalProperties": False},
+            _notes("List toolboxes", read_only=True),
+        ),
+        MetaTool(
+            "open_toolbox",
+            "Open a toolbox: start and connect every MCP server in it, and list their tools with input schemas. "
+            "Opening an open toolbox returns the same answer.",
+            _TOOLBOX_ARG,
+            _notes("Open toolbox", read_only=False),
+        ),
+        MetaTool(
+            "close_toolbox",
+            "Close a toolbox: disconnect and stop its MCP servers.",
+            _TOOLBOX_ARG,
+            _notes("Close toolbox", read_only=False),
+        ),
+        MetaTool(
+            "use_tool",
+            "Call a tool of a toolbox. `tool` names it ({toolbox, server, name}); `arguments` are the tool's own "
+            "arguments (see its inputSchema from open_toolbox). The tool's result is returned unchanged.",
+            {
+                "type": "object",
+                "properties": {
+                    "tool": _IDENTIFIER,
+                    "arguments": {
+                        "type": "object",
+                        "description": "Arguments for the tool, matching its inputSchema",
+                        "default": {},
+                    },
+                },
+                "required": ["tool"],
+                "additionalProperties": False,
+            },
+            types.ToolAnnotations(title="Use tool", read_only_hint=False, open_world_hint=True),
+        ),
+        MetaTool(
+            "search_tools",
+            "Search the tools of open toolboxes by words in their name, server, toolbox or description.",
+            {
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "Words to look for"}},
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            _notes("Search tools", read_only=True),
+        ),
+    )
+}
+
+
+def _text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
+    """JSON text plus the same data as structured content."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))],
+        structured_content=data if isinstance(data, dict) else None,
+        is_error=error,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def for_model(tool: ToolInfo | None) -> bool:
+    """Whether a model may see and call the tool (MCP Apps: app-only tools are not offered)."""
+    return tool is None or tool.ui is None or not tool.ui.app_only
+
+
+def registered_name(tool: ToolInfo) -> str:
+    """`{toolbox}__{server}__{tool}` (toolbox and server names never contain `__`)."""
+    return f"{tool.toolbox}__{tool.server}__{tool.name}"
+
+
+def instructions(workbench: Workbench) -> str:
+    """The initialize instructions: the toolboxes and a `use_tool` call the schema accepts."""
+    toolboxes = workbench.toolboxes()
+    lines = [
+        "MCP Workbench: MCP servers grouped into toolboxes.",
+        "Call open_toolbox to start a toolbox's servers and see their tools, then use_tool to call one.",
+        "",
+        "Toolboxes:",
+    ]
+    for tb in toolboxes:
+        count = len(tb.servers)
+        lines.append(f"- {tb.name} ({count} server{'s' if count != 1 else ''}): {tb.description or 'no description'}")
+    if not toolboxes:
+        lines.append("- (none configured)")
+    toolbox = toolboxes[0].name if toolboxes else "my_toolbox"
+    server = toolboxes[0].servers[0] if toolboxes and toolboxes[0].servers else "my_server"
+    example = {"tool": {"toolbox": toolbox, "server": server, "name": "TOOL_NAME_FROM_OPEN_TOOLBOX"}, "arguments": {}}
+    lines += ["", "Example use_tool arguments:", json.dumps(example, indent=2)]
+    return "\n".join(lines)
+
+
+class WorkbenchServer(MCPServer):
+    """An `MCPServer` whose tools are the meta-tools (and, in dynamic mode, the opened tools)."""
+
+    def __init__(self, workbench: Workbench, mode: Mode = "proxy") -> None:
+        super().__init__(
+            name="mcp-workbench",
+            version=_version(),
+            instructions=instructions(workbench),
+            log_level="WARNING",
+        )
+        self.workbench = workbench
+        self.mode: Mode = mode
+        self._dynamic: dict[str, ToolInfo] = {}
+        self._server_loop: asyncio.AbstractEventLoop | None = None
+        # Handshake-era client connections to tell of tool-list changes, by identity; each one
+        # leaves when its connection closes.
+        self._legacy: dict[int, Any] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+        self._forwarder = Forwarder()
+        self._telling: set[asyncio.Task[None]] = set()
+        if mode == "dynamic":
+            self._unsubscribe = workbench.subscribe(self._downstream_event)
+            self._advertise_list_changed()
+
+    def _advertise_list_changed(self) -> None:
+        """Handshake-era clients only act on list_changed when `tools.listChanged` is advertised;
+        MCPServer does not advertise it by itself (2026-07-28 clients subscribe instead)."""
+        from mcp.server import NotificationOptions
+
+        lowlevel = self.lowlevel
+        original = lowlevel.create_initialization_options
+
+        def with_list_changed(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return original(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+        lowlevel.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+
+    # ---- what clients see ---------------------------------------------------------------
+    async def list_tools(self) -> list[types.Tool]:
+        tools = [meta.sdk() for meta in META_TOOLS.values()]
+        for name, info in self._dynamic.items():
+            tools.append(
+                types.Tool(
+                    name=name,
+                    title=info.title,
+                    description=f"[{info.toolbox}/{info.server}] {info.description or ''}".rstrip(),
+                    input_schema=info.input_schema,
+                    output_schema=info.output_schema,
+                    annotations=types.ToolAnnotations.model_validate(info.annotations) if info.annotations else None,
+                    _meta={"toolbox": info.toolbox, "server": info.server, "original_name": info.name},
+                )
+            )
+        return tools
+
+    @property
+    def lowlevel(self) -> Any:
+        """The SDK's low-level server that `MCPServer` runs (the SDK has no public name for it)."""
+        return self._lowlevel_server
+
+    def lane_takes(self, name: str) -> bool:
+        """Whether serve's fast lane may answer a call of `name` (lane.py): `use_tool` and registered tools."""
+        return name == "use_tool" or name in self._dynamic
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        if name in META_TOOLS:
+            return META_TOOLS[name].input_schema
+        info = self._dynamic.get(name)
+        return info.input_schema if info is not None else None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        self._remember(context)
+        handler: Callable[[dict[str, Any], Context[Any, Any] | None], Awaitable[Answer]] | None = {
+            "list_toolboxes": self._list_toolboxes,
+            "open_toolbox": self._open_toolbox,
+            "close_toolbox": self._close_toolbox,
+            "use_tool": self._use_tool,
+            "search_tools": self._search_tools,
+        }.get(name)
+        try:
+            if handler is not None:
+                _check_arguments(META_TOOLS[name], arguments)
+                return await handler(arguments, context)
+            info = self._dynamic.get(name)
+            if info is None:
+                return _error(f"Unknown tool '{name}'. Meta-tools: {', '.join(META_TOOLS)}")
+            return await self._forward(info.identifier, arguments, context)
+        except WorkbenchError as exc:
+            return _error(str(exc))
+
+    # ---- meta-tools ---------------------------------------------------------------------
+    async def _list_toolboxes(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        toolboxes = [
+            {"name": tb.name, "description": tb.description, "servers": list(tb.servers), "open": tb.open}
+            for tb in self.workbench.toolboxes()
+        ]
+        return _text_result({"toolboxes": toolboxes})
+
+    async def _open_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        name = arguments["toolbox"]
+        advertise(self.workbench, context, no_upstream_sampling)
+        box = await self.workbench.aopen(name)
+        servers = box.servers
+        tools = box.tools
+        answer: dict[str, Any] = {
+            "toolbox": name,
+            "description": box.description,
+            "servers_connected": sum(1 for s in servers.values() if s.connected),
+            "tools": [t.to_dict() for t in tools if for_model(t)],
+        }
+        if box.failed:
+            answer["servers_failed"] = box.failed
+        if self.mode == "dynamic" and self._register(name):
+            self._tell_after_answer()
+        return _text_result(answer)
+
+    async def _close_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        name = arguments["toolbox"]
+        was_open = self.workbench.is_open(name)
+        await self.workbench.aclose(name)
+        if self.mode == "dynamic" and self._register(name):
+            self._tell_after_answer()
+        return _text_result({"toolbox": name, "closed": was_open})
+
+    async def _use_tool(self, arguments: dict[str, Any], context: Any) -> Answer:
+        ident = parse_identifier(arguments["tool"])
+        if not for_model(self._known_tool(ident)):
+            where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
+            return _error(f"Tool '{ident.name}' {where} is for its app only")
+        return await self._forward(ident, arguments.get("arguments") or {}, context)
+
+    def _known_tool(self, ident: Any) -> ToolInfo | None:
+        """The tool's info when its toolbox is open (the call reports every other case itself)."""
+        try:
+            return self.workbench.tool(ident)
+        except WorkbenchError:
+            return None
+
+    async def _search_tools(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
+        query = arguments["query"]
+        found = self.workbench.search(query) if query.strip() else self.workbench.tools()
+        return _text_result({"query": query, "tools": [t.to_dict() for t in found if for_model(t)]})
+
+    async def _forward(self, ident: Any, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Answer:
+        """The downstream result unchanged; failures as errors with the toolbox/server/tool context.
+        What the downstream server asks or tells meanwhile goes to the upstream client (forwarding.py)."""
+        if not isinstance(arguments, dict):
+            return _error("arguments must be an object of the tool's arguments")
+        if context is None:
+            result = await self.workbench.acall(ident, arguments)
+            return result.raw  # type: ignore[no-any-return]
+
+        if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
+            advertise(self.workbench, context, no_upstream_sampling)
+
+        upstream = None
+        if getattr(context, "request_state", None) is None:
+            loop = asyncio.get_running_loop()
+            upstream = Upstream(context, loop)
+            if not upstream.asks:  # nothing to answer an InputRequiredResult for: call in this task
+                channel = UpstreamChannel(upstream)
+                progress = None if upstream.quiet else upstream.progress
+                result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
+                await upstream.flush(loop)
+                return result.raw  # type: ignore[no-any-return]
+
+        def start(channel: UpstreamChannel) -> Any:
+            return self.workbench.submit(ident, arguments, progress=channel.upstream.progress, channel=channel)
+
+        answer = await self._forwarder.run(context, start, upstream)
+        return answer if isinstance(answer, types.InputRequiredResult) else answer.raw  # type: ignore[no-any-return]
+
+    # ---- dynamic mode -------------------------------------------------------------------
+    def _register(self, toolbox: str) -> bool:
+        """Make the registered tools of `toolbox` match what is open now; whether they changed."""
+        before = {n: t for n, t in self._dynamic.items() if t.toolbox == toolbox}
+        for name in before:
+            del self._dynamic[name]
+        if self.workbench.is_open(toolbox):
+            for tool in self.workbench.tools(toolbox):
+                if not for_model(tool):
+                    continue
+                name = registered_name(tool)
+                if len(name) > MAX_TOOL_NAME:
+                    logger.warning(
+                        "tool name %s is %d characters long; some MCP clients reject names over %d",
+                        name,
+                        len(name),
+                        MAX_TOOL_NAME,
+                    )
+                self._dynamic[name] = tool
+        after = {n: t for n, t in self._dynamic.items() if t.toolbox == toolbox}
+        return before != after
+
+    def _tell_after_answer(self) -> None:
+        """Tell clients the tool list changed once the request being served is answered: the
+        task serving it (the SDK's, or the lane's) ends after writing the answer, so the client
+        reads the answer first and then one notification."""
+        answering = asyncio.current_task()
+
+        async def tell() -> None:
+            if answering is not None:
+                await asyncio.wait({answering}, timeout=ANSWER_WAIT)
+            await self._tools_changed()
+
+        self._spawn(tell())
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
+    def _reregister(self, toolbox: str) -> None:
+        """A downstream server's tools changed (no request of ours in play): tell clients now if
+        the registered tools changed (a server that says so while its toolbox opens changes nothing)."""
+        if self._register(toolbox):
+            self._spawn(self._tools_changed())
+
+    async def _tools_changed(self) -> None:
+        """Tell every client: 2026-07-28 subscribers through the bus, handshake-era sessions directly."""
+        await self._subscriptions.publish(ToolsListChanged())
+        for key, connection in list(self._legacy.items()):
+            try:
+                await connection.send_tool_list_changed()
+            except Exception as exc:
+                logger.debug("dropping a connection that cannot be notified: %s", exc)
+                self._legacy.pop(key, None)
+
+    @property
+    def legacy_connections(self) -> int:
+        """How many handshake-era client connections are remembered (for leak checks)."""
+        return len(self._legacy)
+
+    def _remember(self, context: Context[Any, Any] | None) -> None:
+        if self._server_loop is None:
+            self._server_loop = asyncio.get_running_loop()
+        if context is None or self.mode != "dynamic":
+            return
+        try:
+            version = context.protocol_version
+            session = context.request_context.session
+        except (ValueError, AttributeError):
+            return
+        if not version or version >= "2026-07-28":
+            return
+        # The SDK hands each request its own ServerSession; the client connection behind it is
+        # what lives on (and its exit stack is unwound when it closes). The SDK has no public
+        # accessor for it yet.
+        connection = getattr(session, "_connection", None)
+        stack = getattr(connection, "exit_stack", None)
+        if connection is None or stack is None or id(connection) in self._legacy:
+            return
+        key = id(connection)
+        self._legacy[key] = connection
+        stack.callback(self._legacy.pop, key, None)
+
+    def _downstream_event(self, event: Any) -> None:
+        """A downstream server's tools changed (workbench loop thread): re-register on the server loop."""
+        if not isinstance(event, ToolsChanged):
+            return
+        if self._server_loop is not None and not self._server_loop.is_closed():
+            self._server_loop.call_soon_threadsafe(self._reregister, event.toolbox)
+
+    def close(self) -> None:
+        """Stop listening to the workbench; cancel calls still waiting for their client (and
+        notifications not sent yet)."""
+        self._forwarder.close()
+        for task in list(self._telling):
+            task.cancel()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
+def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:
+    """Meta-tool arguments against their schema, with the DESIGN texts for identifiers."""
+    from workbench_magic.vocabulary.errors import UsageError
+
+    if meta.name == "use_tool" and isinstance(arguments.get("tool"), dict):
+        parse_identifier(arguments["tool"])  # raises the DESIGN texts (empty field, `tool` key, extras)
+    problem = schema.check(meta.input_schema, arguments)
+    if problem is not None:
+        where = ".".join(str(p) for p in problem.path)
+        detail = f"'{where}': {problem.message}" if where else problem.message
+        raise UsageError(f"Invalid arguments for {meta.name}: {detail}")
+
+
+def _version() -> str:
+    from workbench_magic import __version__
+
+    return __version__
+
+
+def _fast_loop() -> None:
+    """uvloop for the served process's loop where it is installed (`WORKBENCH_LOOP=asyncio` opts
+    out): every forwarded call passes the loop a dozen times, and uvloop's turns are cheaper."""
+    if os.environ.get("WORKBENCH_LOOP", "") == "asyncio":
+        return
+    try:
+        import uvloop
+    except ImportError:
+        return
+    from workbench_magic.engine.runtime import LoopThread
+
+    LoopThread.loop_factory = uvloop.new_event_loop
+
+
+def serve(
+    config: str | None = None,
+    *,
+    mode: Mode = "proxy",
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+) -> NoReturn:
+    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream
+    server, then end the process (with the exit code).
+
+    Over HTTP, `token` (else `$WORKBENCH_SERVE_TOKEN`) is required as `Authorization: Bearer`;
+    a non-loopback `host` without one refuses to start."""
+    from workbench_magic.serve import http as httpface
+
+    token = httpface.serve_token(token) if transport == "http" else None
+    if transport == "http":
+        httpface.check_bind(host, token)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    _fast_loop()
+    workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT)
+    server = WorkbenchServer(workbench, mode)
+    logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
+    if transport == "http" and host not in httpface.LOOPBACK:
+        logger.warning("binding to %s: the workbench is reachable from other machines (token required)", host)
+
+    stopper = _Stopper()
+    previous = {signum: signal.signal(signum, stopper.signal) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        # The server runs on the workbench's own loop: a forwarded call goes downstream and back
+        # without crossing threads (each crossing costs a wake-up and a GIL hand-over).
+        if transport == "stdio":
+            from workbench_magic.serve.stdio import run_stdio
+
+            ClientRoots(workbench).install(server.lowlevel)  # the one client owns the roots (forwarding.py)
+            face = run_stdio(server, lane=os.environ.get("WORKBENCH_LANE", "") != "off")
+        else:
+            face = httpface.serve_http(server, host, port, token, stop=stopper.event)
+        stopping = _serve_until_stopped(face, stopper, server, workbench, winds_down=transport == "http")
+        code = workbench.run_on_loop(stopping)
+    finally:
+        # Only now, every server closed: a SIGTERM until here was heard and waited for.
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    # Every server is closed: end the process now. Python's own shutdown would add a few tenths
+    # of a second, and wait for the SDK's stdin thread (stdin not a pipe), which nothing unblocks.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+SERVE_STOP = (0.4, 0.25)
+"""How serve stops its stdio servers when it ends: each gets 0.4 s to exit once its stdin closes,
+then SIGTERM, then SIGKILL 0.25 s later. Hosts built on the MCP SDKs end serve's stdin, wait 2 s
+and send SIGTERM: serve is gone well before (a notebook's close keeps the graceful 2 s)."""
+FACE_STOP = 0.5
+"""Seconds the wire gets to end once serve is told to stop (HTTP: uvicorn's own shutdown), and
+again once cancelled."""
+
+
+class _Stopper:
+    """SIGTERM and Ctrl-C (main thread, which waits in `run_on_loop`) tell the serving coroutine
+    (loop thread) to stop, and return: the loop closes everything, in order, and the handler stays
+    installed until it has. A second signal changes nothing."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The serving loop, once serving started (a signal before that is seen as it starts)."""
+        self.event = asyncio.Event()
+        self.signalled: str | None = None
+
+    def signal(self, signum: int, frame: Any) -> None:
+        # No logging here: the main thread may hold logging's lock when the signal lands.
+        if self.signalled is None:
+            self.signalled = signal.Signals(signum).name
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nothing left to stop
+                self.loop.call_soon_threadsafe(self.event.set)
+
+    def start(self) -> None:
+        """On the serving loop, before serving."""
+        self.loop = asyncio.get_running_loop()
+        if self.signalled is not None:
+            self.event.set()
+
+
+async def _serve_until_stopped(
+    face: Coroutine[Any, Any, None],
+    stopper: _Stopper,
+    server: WorkbenchServer,
+    workbench: Workbench,
+    *,
+    winds_down: bool = False,
+) -> int:
+    """Serve until the wire ends (stdin EOF) or a signal; then stop the wire (one that `winds_down`
+    by itself when told gets `FACE_STOP` seconds first; stdio is cancelled at once) and close every
+    downstream server, side by side and hurried (`SERVE_STOP`). The exit code."""
+    stopper.start()
+    serving = asyncio.ensure_future(_without_exit(face))
+    stopped = asyncio.ensure_future(stopper.event.wait())
+    try:
+        await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not serving.done():  # told to stop
+            if winds_down and stopper.event.is_set():
+                await asyncio.wait({serving}, timeout=FACE_STOP)
+            serving.cancel()
+            await asyncio.wait({serving}, timeout=FACE_STOP)
+        why = stopper.signalled or "the client is gone"
+        logger.info("%s: closing every downstream server", why)
+        server.close()
+        await workbench.aclose_all(hurry=SERVE_STOP)
+        logger.info("every downstream server closed")
+    if serving.cancelled() or not serving.done():
+        return 0
+    error = serving.exception()
+    if isinstance(error, _Exited):
+        return error.code
+    if error is not None:
+        raise error
+    return 0
+
+
+class _Exited(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+async def _without_exit(face: Coroutine[Any, Any, None]) -> None:
+    """`face`, with a `SystemExit` (uvicorn's when it cannot bind; it logged why) as an ordinary
+    exception: out of a task, asyncio would let it through the loop and end the loop thread."""
+    try:
+        await face
+    except SystemExit as exc:
+        raise _Exited(exc.code if isinstance(exc.code, int) else 1) from None
