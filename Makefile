@@ -46,6 +46,7 @@ lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 ## make test: lint, type-check, then the whole suite against real servers
 test: venv npm lint

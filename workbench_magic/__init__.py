@@ -26,6 +26,7 @@ from workbench_magic.vocabulary.errors import (
     UsageError,
     WorkbenchError,
 )
+from workbench_magic.vocabulary.version import __version__
 
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppView
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.results import ToolInfo, ToolResult
 
-__version__ = "0.1.0"
 
 # A library's loggers stay quiet unless the application configures logging (servers' log
 # messages reach `workbench_magic.server.<toolbox>.<server>`; without this, Python's last-resort
@@ -62,6 +62,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'workbench_magic' has no attribute {name!r}")
     import importlib
 
+    from workbench_magic.notebook import install
+
+    install()  # the notebook's hooks (widget asker, app frame, export): a kernel works without %load_ext
     return getattr(importlib.import_module(module), name)
 
 

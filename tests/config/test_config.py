@@ -10,15 +10,9 @@ from typing import Any
 import pydantic
 import pytest
 
-from workbench_magic.config.models import (
-    ServerConfig,
-    ToolboxConfig,
-    WorkbenchConfig,
-    find_config,
-    load_config,
-    normalize_transport,
-    parse_config,
-)
+from workbench_magic.config.discovery import find_config, load_config
+from workbench_magic.config.models import ServerConfig, ToolboxConfig, WorkbenchConfig, normalize_transport
+from workbench_magic.config.parser import parse_config
 from workbench_magic.vocabulary.errors import ConfigError, ServerNotFoundError, ToolboxNotFoundError
 
 SRC = "/x/workbench-config.json"

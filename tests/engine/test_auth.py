@@ -26,8 +26,9 @@ import pytest
 from conftest import SERVERS, free_port, stdio_server, toolbox, write_config
 
 from workbench_magic import Workbench
-from workbench_magic.config.models import load_config
-from workbench_magic.engine.auth import TOKEN_DIR_ENV, AuthConfig, OAuthOptions, parse_auth, token_dir, token_path
+from workbench_magic.config.auth import AuthConfig, OAuthOptions, parse_auth
+from workbench_magic.config.discovery import load_config
+from workbench_magic.engine.auth import TOKEN_DIR_ENV, token_dir, token_path
 from workbench_magic.notebook.views import ConfigView
 from workbench_magic.vocabulary.errors import ConfigError, WorkbenchError
 from workbench_magic.vocabulary.masking import mask

@@ -378,7 +378,7 @@ def test_the_explorer_shows_the_replayed_badge(make_workbench: Callable[..., Wor
 
 
 def test_only_a_replayed_toolbox_may_leave_variables_unset() -> None:
-    from workbench_magic.config.models import parse_config
+    from workbench_magic.config.parser import parse_config
     from workbench_magic.vocabulary.errors import ConfigError
 
     server = {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${UNSET_FOR_REPLAY_TEST}"}}

@@ -29,7 +29,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.utilities.types import Image
 from pydantic import BaseModel, Field
 
-from workbench_magic.demo.datasets import Canvas, text_width
+from workbench_magic.demo.drawing import Canvas, text_width
 
 STATIONS = {
     "harbor": {"name": "Harbor pier", "base_c": 14.0, "humidity": 78.0},

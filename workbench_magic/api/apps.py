@@ -1,10 +1,14 @@
 """MCP Apps host (the `io.modelcontextprotocol/ui` extension): the bridge between a tool's view and the workbench.
 
 A tool whose `_meta.ui.resourceUri` names a `ui://` page gets an `AppView` on its `ToolResult`.
-The page runs in a sandboxed frame (widgets/appframe.py, which only relays messages) and
-speaks JSON-RPC to the host; every message goes through `AppView.handle`, which answers it
-here in Python: the handshake, tool calls and resource reads on the same server, logs, links,
-messages for the model and size changes. What the host sends the view is queued on `outbox`.
+The page runs in a sandboxed frame (the notebook's widgets/appframe.py, which only relays
+messages) and speaks JSON-RPC to the host; every message goes through `AppView.handle`, which
+answers it here in Python: the handshake, tool calls and resource reads on the same server, logs,
+links, messages for the model and size changes. What the host sends the view is queued on `outbox`.
+
+The frame belongs to the notebook, a layer above: `notebook.install()` hands it over with
+`set_app_framer`; until then (or without a widget front end) a result shows its note line.
+The extension offered to servers is the engine's (engine/extensions.py).
 
 The view's state belongs to the kernel thread (where the widget lives); tool calls and reads go
 through the workbench's public calls, history entries through the loop (`Core.record`).
@@ -15,19 +19,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench_magic.engine.extensions import APP_MIME_TYPE
 from workbench_magic.vocabulary.errors import CallTimeoutError, WorkbenchError
 from workbench_magic.vocabulary.results import CallRecord, ToolInfo, ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.api.workbench import Workbench
-    from workbench_magic.engine.core import Core
+    from workbench_magic.engine.core import Core, Event
     from workbench_magic.engine.runtime import LoopThread
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
-EXTENSION_ID = "io.modelcontextprotocol/ui"
-APP_MIME_TYPE = "text/html;profile=mcp-app"
 PROTOCOL_VERSION = "2026-01-26"
 DEFAULT_CSP = (
     "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
@@ -48,11 +50,16 @@ class AppError(WorkbenchError):
     """A tool's app cannot be shown (its page is missing or not an MCP App page)."""
 
 
-def advertised() -> Any:
-    """The client-side advertisement of the extension (what the workbench supports)."""
-    from mcp.client.extension import advertise
+Framer = Callable[["AppView", dict[str, Any]], dict[str, Any]]
+"""Puts a displayed view's frame in its result's MIME bundle (the notebook's `frame_bundle`)."""
+_framer: Framer | None = None
 
-    return advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
+
+def set_app_framer(framer: Framer | None) -> None:
+    """How a displayed result shows its app: `notebook.install()` sets the notebook's frame widget.
+    Without one (None) the result shows as usual, with the line saying the tool has an app."""
+    global _framer
+    _framer = framer
 
 
 def build_csp(csp: Mapping[str, Any] | None) -> str:
@@ -95,24 +102,42 @@ def build_allow(permissions: Mapping[str, Any] | None) -> str:
     return "; ".join(feature for key, feature in _PERMISSIONS.items() if permissions and key in permissions)
 
 
+class HostWorkbench(Protocol):
+    """What `AppHost` uses of the workbench (api/workbench.py's `Workbench`, which makes the hosts)."""
+
+    def tool(self, identifier: Any) -> ToolInfo: ...
+
+    def call(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> ToolResult: ...
+
+    def read_resource(self, target: str, uri: str) -> Any: ...
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]: ...
+
+
 class AppHost:
     """What a view may use of the workbench: calls, reads and logs of one server, the history."""
 
-    def __init__(self, workbench: Workbench, core: Core, loop: LoopThread) -> None:
+    def __init__(self, workbench: HostWorkbench, core: Core, loop: LoopThread) -> None:
         self.workbench = workbench
         self._core = core
         self._loop = loop
 
     def tool(self, ident: ToolIdentifier) -> ToolInfo | None:
-        box = self._core.state.get(ident.toolbox)
-        tools = box.tools.get(ident.server, ()) if box is not None else ()
-        return next((t for t in tools if t.name == ident.name), None)
+        """The tool's info while its toolbox is open (the workbench's lookup), else None."""
+        try:
+            return self.workbench.tool(ident)
+        except WorkbenchError:
+            return None
 
     def call(self, ident: ToolIdentifier, arguments: dict[str, Any]) -> ToolResult:
         return self.workbench.call(ident, arguments)
 
     def read(self, toolbox: str, server: str, uri: str) -> Any:
         return self.workbench.read_resource(f"{toolbox}/{server}", uri).raw
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Hear of the workbench's events (a frame listens for its toolbox closing)."""
+        return self.workbench.subscribe(callback)
 
     def log(self, toolbox: str, server: str, line: str) -> None:
         core = self._core
@@ -255,10 +280,9 @@ class AppView:
         return self.load().allow
 
     def widget_bundle(self, bundle: dict[str, Any]) -> dict[str, Any]:
-        """A result's MIME bundle with the app's frame (where widgets run; read on first display)."""
-        from workbench_magic.notebook.widgets.appframe import frame_bundle
-
-        return frame_bundle(self, bundle)
+        """A result's MIME bundle with the app's frame (where widgets run; read on first display),
+        made by the framer given to `set_app_framer`; unchanged without one."""
+        return _framer(self, bundle) if _framer is not None else bundle
 
     # ---- messages ------------------------------------------------------------------------
     def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -318,7 +342,7 @@ class AppView:
         return handler(self, params)
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        from workbench_magic import __version__
+        from workbench_magic.vocabulary.version import __version__
 
         tool = {k: v for k, v in self.tool.to_dict().items() if k not in ("toolbox", "server")}
         if self.tool.meta:
@@ -492,8 +516,9 @@ __all__ = [
     "AppError",
     "AppHost",
     "AppView",
-    "advertised",
+    "HostWorkbench",
     "build_csp",
     "give_cancelled_view",
+    "set_app_framer",
     "with_view",
 ]

@@ -3,6 +3,10 @@
 Runs on the thread that made the call (the main thread, which waits for the call anyway). In a
 kernel, `input()` is the front end's input box; where nobody can answer (nbconvert, a script
 without a terminal) the request is declined and one line says so.
+
+The asker is chosen by whoever makes the call: a waiting call asks with `input()`
+(`waiting_channel`); an awaited one (`acall`) with the asker registered from above
+(`set_awaited_asker`: in a kernel, the notebook's widget form), `input()` until one is.
 """
 
 from __future__ import annotations
@@ -10,7 +14,11 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench_magic.engine.clientside import Asker
+    from workbench_magic.engine.runtime import QueueChannel
 
 logger = logging.getLogger("workbench_magic")
 
@@ -185,3 +193,26 @@ class TerminalAsker:
             logger.warning("%s asked to open %s and nobody can answer here (%s): declined", server, url, exc)
             return _DECLINE
         return _DECLINE if text in ("decline", "d", "no", "n") else {"action": "accept"}
+
+
+def waiting_channel(server_log: Callable[[str], None] | None = None) -> QueueChannel:
+    """The way back to a thread that waits for its call: it asks the person with `input()` and
+    hears the server's log lines (`server_log`)."""
+    from workbench_magic.engine.runtime import QueueChannel
+
+    return QueueChannel(asker=TerminalAsker(), notice=server_log)
+
+
+_awaited_asker: Callable[[], Asker] = TerminalAsker
+
+
+def set_awaited_asker(factory: Callable[[], Asker] | None) -> None:
+    """Who asks the person during an awaited call (`await wb.acall(...)`): `factory()` makes the
+    asker of each call; None goes back to `input()`. The notebook's `install()` registers one."""
+    global _awaited_asker
+    _awaited_asker = factory or TerminalAsker
+
+
+def awaited_asker() -> Asker:
+    """The asker of an awaited call (on the awaiting loop), as registered (`set_awaited_asker`)."""
+    return _awaited_asker()

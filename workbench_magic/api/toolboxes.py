@@ -1,15 +1,15 @@
 """Attribute access to opened toolboxes: `box.server.tool(arg=...)`, tab-completable.
 
 `OpenedToolbox` is a live view: every property reads the workbench's current snapshot.
-Only the public `Workbench` API is used here.
+Only the public `Workbench` API is used here, named by `ToolboxHost` (`Workbench` is one).
 """
 
 from __future__ import annotations
 
 import inspect
 import keyword
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from workbench_magic.vocabulary.errors import ServerNotFoundError, WorkbenchError
 from workbench_magic.vocabulary.results import (
@@ -22,22 +22,51 @@ from workbench_magic.vocabulary.results import (
 )
 
 if TYPE_CHECKING:
-    from workbench_magic.api.workbench import Workbench
+    from workbench_magic.engine.connection import ProgressCallback
+    from workbench_magic.engine.core import BoxState
 
 
-class OpenedToolbox:
-    """A live view of an opened toolbox.
+class ToolboxHost(Protocol):
+    """What the views of a toolbox need of their workbench."""
+
+    @property
+    def display_limit(self) -> int: ...
+
+    def toolbox_state(self, name: str) -> BoxState: ...
+
+    def tools(self, target: str | None = None) -> ToolList: ...
+
+    def tool(self, identifier: Any) -> ToolInfo: ...
+
+    def call(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        server_log: Callable[[str], None] | None = None,
+    ) -> ToolResult: ...
+
+    def close(self, name: str) -> None: ...
+
+
+W = TypeVar("W", bound=ToolboxHost)
+
+
+class OpenedToolbox(Generic[W]):
+    """A live view of an opened toolbox (of a `Workbench`: `OpenedToolbox[Workbench]`).
 
     `.servers` (status, protocol, error per server), `.tools`, `.failed` (server -> reason),
     and attribute access to tools: `box.datasets.query(dataset="penguins")`.
     """
 
-    def __init__(self, workbench: Workbench, name: str) -> None:
+    def __init__(self, workbench: W, name: str) -> None:
         self._wb = workbench
         self.name = name
 
     @property
-    def workbench(self) -> Workbench:
+    def workbench(self) -> W:
         return self._wb
 
     @property
@@ -116,7 +145,7 @@ class OpenedToolbox:
 class ServerProxy:
     """`box.server`: tools of one server as methods (`box.server.tool(arg=...)`)."""
 
-    def __init__(self, workbench: Workbench, toolbox: str, server: str) -> None:
+    def __init__(self, workbench: ToolboxHost, toolbox: str, server: str) -> None:
         self._wb = workbench
         self._toolbox = toolbox
         self._server = server
@@ -160,7 +189,7 @@ _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, 
 class ToolCallable:
     """One tool as a Python callable whose signature comes from its input schema."""
 
-    def __init__(self, workbench: Workbench, tool: ToolInfo) -> None:
+    def __init__(self, workbench: ToolboxHost, tool: ToolInfo) -> None:
         self._wb = workbench
         self.tool = tool
         self.__name__ = tool.name

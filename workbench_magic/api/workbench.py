@@ -3,7 +3,8 @@
 A thin face over the async core (`core.Core`) that lives on the loop thread
 (`runtime.LoopThread`). Sync methods hand the core a coroutine and wait (Ctrl-C cancels it);
 `acall`/`aopen`/`aclose` await it from another event loop; reads (`status`, `toolboxes`,
-`tools`, `search`) use the core's immutable snapshot and never touch loop-owned state.
+`tools`, `search`) use the core's immutable snapshot and never touch loop-owned state. Resources,
+prompts and the client side of MCP are collaborators its methods delegate to (features.py, clientside.py).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
 from traitlets.config import Config, Configurable
 
-from workbench_magic.api.features import ServerFeatures, parse_identifier, parse_target, root_uris
+from workbench_magic.api import exporting
+from workbench_magic.api.asking import awaited_asker, waiting_channel
+from workbench_magic.api.clientside import ClientFeatures
+from workbench_magic.api.features import ServerFeatures, parse_identifier, parse_target
 from workbench_magic.api.toolboxes import OpenedToolbox
-from workbench_magic.engine.clientside import (
-    LOG_LEVELS,
-    ElicitationHandler,
-    SamplingHandler,
-)
+from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Event, Options
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
 from workbench_magic.engine.tape import Recording, Tape
@@ -42,34 +42,20 @@ from workbench_magic.vocabulary.results import (
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.engine import browse
+    from workbench_magic.engine.clientside import ElicitationHandler, RootsSource, SamplingHandler
     from workbench_magic.engine.connection import ProgressCallback
+    from workbench_magic.vocabulary.results import PromptInfo, PromptResult, ResourceInfo, ResourceResult
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
-
-
-def _widget_asker() -> Any:
-    """In a kernel, ask with a widget form (its clicks reach the waiting coroutine); else `input()`."""
-    from workbench_magic.api.asking import TerminalAsker
-
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except ImportError:  # pragma: no cover
-        shell = None
-    if shell is not None and getattr(shell, "kernel", None) is not None:
-        from workbench_magic.notebook.widgets.asking import WidgetAsker
-
-        return WidgetAsker()
-    return TerminalAsker()
 
 
 __all__ = ["Call", "OpenedToolbox", "Workbench"]
 
 
 # Schema checks load jsonschema-rs: import them on first use, so `%load_ext` stays fast.
-def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
+def _check_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     from workbench_magic.engine.schema import validate_arguments as validate
 
     validate(tool, arguments)
@@ -89,7 +75,7 @@ def _close_everything() -> None:
 atexit.register(_close_everything)
 
 
-class Workbench(ServerFeatures, Configurable):
+class Workbench(Configurable):
     """Toolboxes of MCP servers, opened on demand, called from Python.
 
     `Workbench.shared()` is the kernel-wide instance the magics use; `Workbench(config=...)`
@@ -129,18 +115,20 @@ class Workbench(ServerFeatures, Configurable):
         replay_mode: str = "strict",
         **kwargs: Any,
     ) -> None:
-        self._handlers: dict[str, Any] = {
-            "sampling_handler": None,
-            "elicitation_handler": None,
-            "roots": root_uris(roots) if roots is not None else (),  # none until set: servers keep their own
-        }
         if isinstance(config, Config):
             super().__init__(config=config, **kwargs)
             config = None
         else:
             super().__init__(**kwargs)
         self._loop = LoopThread.get()
-        self._core = Core(self._options())
+        self._core = Core(Options())  # its options once the client side holds the handlers, below
+        self._server = ServerFeatures(
+            self._core, self._loop, settings=lambda: self.settings, timeout=lambda: self.timeout
+        )
+        self._client = ClientFeatures(
+            self._core, self._loop, settings=lambda: self.settings, on_change=self._push_options, roots=roots
+        )
+        self._core.set_options(self._options())  # the loop has not seen this core yet
         self._tape = Tape()
         self._core.connection_factory = self._tape.connection
         if sampling_handler is not None:
@@ -166,7 +154,7 @@ class Workbench(ServerFeatures, Configurable):
             history_limit=self.history_limit,
             server_log_level=self.server_log_level,
             render_apps=self.render_apps,
-            **self._handlers,
+            **self._client.handlers,
         )
 
     @observe("timeout", "connect_timeout", "validate_arguments", "history_limit", "server_log_level", "render_apps")
@@ -180,7 +168,9 @@ class Workbench(ServerFeatures, Configurable):
             self._loop.loop.call_soon_threadsafe(core.set_options, self._options())
 
     def _load(self, source: Any) -> WorkbenchConfig:
-        from workbench_magic.config.models import WorkbenchConfig, load_config, parse_config
+        from workbench_magic.config.discovery import load_config
+        from workbench_magic.config.models import WorkbenchConfig
+        from workbench_magic.config.parser import parse_config
 
         if isinstance(source, WorkbenchConfig):
             return load_config(source)
@@ -229,13 +219,6 @@ class Workbench(ServerFeatures, Configurable):
     def _run(self, coro: Any, channel: QueueChannel | None = None) -> Any:
         return self._loop.run(coro, channel)
 
-    @staticmethod
-    def _channel(server_log: Callable[[str], None] | None = None) -> QueueChannel:
-        """The way back to this (waiting) thread: it asks the person with `input()`."""
-        from workbench_magic.api.asking import TerminalAsker
-
-        return QueueChannel(asker=TerminalAsker(), notice=server_log)
-
     def run_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the workbench's loop thread and wait for it (Ctrl-C cancels it).
 
@@ -278,25 +261,24 @@ class Workbench(ServerFeatures, Configurable):
             for name, tb in self.settings.toolboxes.items()
         )
 
-    def open(self, name: str) -> OpenedToolbox:
+    def open(self, name: str) -> OpenedToolbox[Workbench]:
         """Open a toolbox: every server connects, concurrently. Failed servers are in `.failed`;
         `ConnectError` when none connected."""
         self._run(self._aopen(name))
         return OpenedToolbox(self, name)
 
-    async def aopen(self, name: str) -> OpenedToolbox:
+    async def aopen(self, name: str) -> OpenedToolbox[Workbench]:
         """`open` from an event loop."""
         await self._arun(self._aopen(name))
         return OpenedToolbox(self, name)
 
     async def _aopen(self, name: str) -> BoxState:
         # Modules every call needs are imported now, not on the first call.
-        import workbench_magic.api.asking
         import workbench_magic.vocabulary.identifiers  # noqa: F401
 
         return await self._core.open(name, self.settings)
 
-    def add_server(self, target: str, server: Any) -> OpenedToolbox:
+    def add_server(self, target: str, server: Any) -> OpenedToolbox[Workbench]:
         """Add a server written in the notebook (an `MCPServer`, or a callable returning one) as
         ``"toolbox/name"`` and connect it, in-process; the toolbox is created when needed.
 
@@ -339,7 +321,7 @@ class Workbench(ServerFeatures, Configurable):
             raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
         return state
 
-    def opened(self, name: str) -> OpenedToolbox:
+    def opened(self, name: str) -> OpenedToolbox[Workbench]:
         """The view of an already opened toolbox."""
         if not self.is_open(name):
             self.toolbox_state(name)
@@ -364,7 +346,7 @@ class Workbench(ServerFeatures, Configurable):
     async def aclose(self, name: str) -> None:
         await self._arun(self._core.close([name], self.settings))
 
-    def reconnect(self, target: str) -> OpenedToolbox:
+    def reconnect(self, target: str) -> OpenedToolbox[Workbench]:
         """Reconnect every server of a toolbox, or one (`dev/server`)."""
         toolbox, server = parse_target(target)
         if toolbox is None:
@@ -437,6 +419,83 @@ class Workbench(ServerFeatures, Configurable):
         scored.sort(key=lambda s: (s[0], s[1]))
         return ToolList(s[2] for s in scored)
 
+    # ---- resources, prompts, completions, watches (features.py) ------------------------
+    def resources(self, target: str | None = None) -> list[ResourceInfo]:
+        """Resources and resource templates of open toolboxes, a toolbox, or a server."""
+        return self._server.resources(target)
+
+    def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
+        """Read a resource from `toolbox/server`; a template URI is expanded with `variables`."""
+        return self._server.read_resource(target, uri, timeout=timeout, **variables)
+
+    def prompts(self, target: str | None = None) -> list[PromptInfo]:
+        """Prompts of open toolboxes, a toolbox, or a server."""
+        return self._server.prompts(target)
+
+    def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
+        """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`."""
+        return self._server.get_prompt(identifier, arguments)
+
+    def complete(
+        self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Completions for a prompt argument (`ref="prompt:NAME"`) or a template variable (`ref=URI`)."""
+        return self._server.complete(target, ref, argument, value, context)
+
+    def watch(
+        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
+    ) -> browse.ResourceWatch:
+        """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`."""
+        return self._server.watch(target, uri, callback)
+
+    # ---- the client side of MCP (clientside.py) ----------------------------------------
+    @property
+    def sampling_handler(self) -> SamplingHandler | None:
+        """`fn(messages, params)` answering servers' sampling requests, or `"ask"` the person."""
+        return self._client.sampling_handler
+
+    @sampling_handler.setter
+    def sampling_handler(self, handler: SamplingHandler | None) -> None:
+        self._client.sampling_handler = handler
+
+    @property
+    def elicitation_handler(self) -> ElicitationHandler | None:
+        """None: ask the person; `fn(message, schema)`; or a dict of canned answers."""
+        return self._client.elicitation_handler
+
+    @elicitation_handler.setter
+    def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
+        self._client.elicitation_handler = handler
+
+    @property
+    def roots(self) -> list[str]:
+        """The roots servers are told (file:// URIs); `[]` until set: servers keep their own."""
+        return self._client.roots
+
+    @roots.setter
+    def roots(self, roots: list[str] | tuple[str, ...] | str) -> None:
+        self._client.roots = roots
+
+    def set_server_log_level(self, target: str, level: str) -> None:
+        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox."""
+        self._client.set_server_log_level(target, level)
+
+    def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
+        """The roots of one server or of every server of a toolbox; None: back to the config's."""
+        self._client.set_roots(target, roots)
+
+    def set_roots_source(self, source: RootsSource | None) -> None:
+        """Where servers that follow the client's roots get them between calls (None: `wb.roots`)."""
+        self._client.set_roots_source(source)
+
+    def roots_source_changed(self) -> None:
+        """The source's roots changed (from any thread): the servers that follow them are told."""
+        self._client.roots_source_changed()
+
+    def logout(self, target: str) -> list[str]:
+        """Forget the stored OAuth tokens of a server or of a toolbox's; the servers that had some."""
+        return self._client.logout(target)
+
     # ---- calls ----------------------------------------------------------------------
     def call(
         self,
@@ -456,7 +515,7 @@ class Workbench(ServerFeatures, Configurable):
         """
         try:
             return self._run(  # type: ignore[no-any-return]
-                self._acall(identifier, arguments, timeout, progress), self._channel(server_log)
+                self._acall(identifier, arguments, timeout, progress), waiting_channel(server_log)
             )
         except KeyboardInterrupt as exc:
             self._interrupted(exc, identifier, arguments)
@@ -491,7 +550,7 @@ class Workbench(ServerFeatures, Configurable):
         """`call` for `await` (from the kernel's loop or any other); `progress` runs on the caller's
         loop, or on `channel`'s when one is given (where the server's questions go too)."""
         if channel is None and not self._loop.in_loop():
-            channel = LoopChannel(asyncio.get_running_loop(), asker=_widget_asker())
+            channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
         try:
             return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
         except asyncio.CancelledError as exc:
@@ -520,7 +579,7 @@ class Workbench(ServerFeatures, Configurable):
     ) -> ToolResult:
         ident = parse_identifier(identifier)
         args = dict(arguments or {})
-        call = self._core.call(ident, args, timeout, progress, self.settings, validate_arguments)
+        call = self._core.call(ident, args, timeout, progress, self.settings, _check_arguments)
         if not self.render_apps:
             return await call
         from workbench_magic.api.apps import AppHost, with_view
@@ -561,9 +620,7 @@ class Workbench(ServerFeatures, Configurable):
     def export_notebook(self, path: str | os.PathLike[str]) -> str:
         """Write the session (its opens and calls, and the replay line of a recorded cassette)
         as a notebook at `path`; returns the path."""
-        from workbench_magic.notebook.export import export_notebook
-
-        return export_notebook(self, path)
+        return exporting.export_notebook(self, path)
 
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"

@@ -1,4 +1,5 @@
-"""Bundled demo servers and the embedded default config (toolbox ``demo``).
+"""Bundled demo servers, the toolbox ``demo`` of the embedded default config
+(`workbench_magic.config.defaults`).
 
 The servers are small Python MCP servers written with ``mcp.server.MCPServer``; they run
 offline with nothing but this package installed: in-process in the default config (no child
@@ -10,29 +11,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from typing import Any
-
-DEMO_SERVERS = ("datasets", "notes")
-
-
-def default_config_dict() -> dict[str, Any]:
-    """The embedded default config: one toolbox ``demo`` with every bundled demo server."""
-    return {
-        "toolboxes": {
-            "demo": {
-                "description": "Bundled demo servers: small datasets to query, and a notes store",
-                "mcpServers": {name: {"python": f"workbench_magic.demo:{name}_server"} for name in DEMO_SERVERS},
-            }
-        }
-    }
-
-
-def stdio_config_dict() -> dict[str, Any]:
-    """The demo toolbox with its servers as child processes over stdio."""
-    config = default_config_dict()
-    config["toolboxes"]["demo"]["mcpServers"] = {
-        name: {"command": sys.executable, "args": ["-m", f"workbench_magic.demo.{name}"]} for name in DEMO_SERVERS
-    }
-    return config
 
 
 def _fresh(name: str) -> Any:

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from mcp.server.apps import Apps
 from pydantic import Field
 
+from workbench_magic.demo.tables import DatasetError, load
+
 CHART_URI = "ui://datasets/chart.html"
 
 apps = Apps()
@@ -107,8 +109,6 @@ document.getElementById("note").onclick = () => request("ui/message", { role: "u
 
 
 def _points(dataset: str, x: str | None, y: str | None) -> dict[str, Any]:
-    from workbench_magic.demo.datasets import DatasetError, load
-
     table = load(dataset)
     numeric = [c for c in table.columns if table.is_numeric(c)]
     if len(numeric) < 2:

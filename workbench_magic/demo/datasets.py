@@ -27,17 +27,11 @@ or ``Elicit``), which pick the transport by protocol: on 2025-11-25 a ``sampling
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
-import struct
 import warnings
-import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import cache
-from importlib import resources
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -45,7 +39,7 @@ import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resolve import AcceptedElicitation, Elicit, ElicitationResult, Resolve, Sample
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -55,20 +49,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, create_model
 
 from workbench_magic.demo import chart_app
-
-Cell = str | int | float | None
-"""One value of a table: a number, a string, or ``None`` for an empty CSV field."""
-
-ColumnType = Literal["int", "float", "str"]
-
-DESCRIPTIONS: dict[str, str] = {
-    "penguins": (
-        "Palmer-style penguin measurements: species, island, bill and flipper sizes, "
-        "body mass, sex and study year (a few values are missing)"
-    ),
-    "weather": ("Daily weather in Oslo, Lisbon and Cairo for 20 days of March 2024: temperature and precipitation"),
-    "sales": "Monthly unit sales and revenue of three products in four regions, January to April 2024",
-}
+from workbench_magic.demo.drawing import bar_png, scatter_png
+from workbench_magic.demo.tables import DESCRIPTIONS, Cell, ColumnType, DatasetError, Table, load
 
 INSTRUCTIONS = """\
 Small bundled tables for data exploration and teaching: penguins, weather and sales.
@@ -85,78 +67,6 @@ The raw CSV of each table is the resource dataset://{name}."""
 mcp: MCPServer = MCPServer("datasets", instructions=INSTRUCTIONS, log_level="WARNING", extensions=[chart_app.apps])
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-
-
-class DatasetError(ToolError, ValueError):
-    """A bad dataset or column name, or an impossible filter.
-
-    It subclasses the SDK's ``ToolError`` so that the message reaches the client in the
-    ``is_error`` result (the SDK hides the text of any other exception), and ``ValueError``
-    because that is what it is.
-    """
-
-
-# --------------------------------------------------------------------------- data loading
-
-
-class Table:
-    """One loaded dataset: column names, inferred column types and typed rows."""
-
-    def __init__(self, name: str, text: str) -> None:
-        """Parse CSV ``text``; numeric columns become ``int``/``float``, empty fields ``None``."""
-        reader = csv.reader(io.StringIO(text))
-        header = next(reader)
-        raw = [row for row in reader if row]
-        self.name = name
-        self.text = text
-        self.columns: list[str] = header
-        self.types: dict[str, ColumnType] = {}
-        converters: list[Callable[[str], Cell]] = []
-        for i, col in enumerate(header):
-            values = [row[i] for row in raw if row[i] != ""]
-            kind = _infer_type(values)
-            self.types[col] = kind
-            converters.append(int if kind == "int" else float if kind == "float" else str)
-        self.rows: list[dict[str, Cell]] = [
-            {
-                col: (conv(value) if value != "" else None)
-                for col, conv, value in zip(header, converters, row, strict=True)
-            }
-            for row in raw
-        ]
-
-    def check_column(self, column: str) -> str:
-        """Return ``column`` if the table has it, else raise a `DatasetError` listing the columns."""
-        if column not in self.types:
-            raise DatasetError(
-                f"Unknown column {column!r} in dataset {self.name!r}. Columns: {', '.join(self.columns)}"
-            )
-        return column
-
-    def is_numeric(self, column: str) -> bool:
-        """Whether ``column`` holds numbers."""
-        return self.types[column] != "str"
-
-
-def _infer_type(values: list[str]) -> ColumnType:
-    """The narrowest of int, float, str that every non-empty value parses as."""
-    for kind, conv in (("int", int), ("float", float)):
-        try:
-            for value in values:
-                conv(value)
-        except ValueError:
-            continue
-        return "int" if kind == "int" else "float"
-    return "str"
-
-
-@cache
-def load(name: str) -> Table:
-    """Load the bundled dataset ``name`` (cached); unknown names raise `DatasetError`."""
-    if name not in DESCRIPTIONS:
-        raise DatasetError(f"Unknown dataset {name!r}. Available datasets: {', '.join(sorted(DESCRIPTIONS))}")
-    text = resources.files("workbench_magic.demo").joinpath("data", f"{name}.csv").read_text(encoding="utf-8")
-    return Table(name, text)
 
 
 # --------------------------------------------------------------------------- models
@@ -490,14 +400,14 @@ def plot(
             for r in table.rows
             if r[x] is not None and r[y] is not None
         ]
-        png = _scatter_png(points, title)
+        png = scatter_png(points, title)
     else:
         sums: dict[Cell, list[float]] = {}
         for r in table.rows:
             if r[x] is not None and r[y] is not None:
                 sums.setdefault(r[x], []).append(float(r[y]))  # type: ignore[arg-type]
         bars = [(str(k), sum(v) / len(v)) for k, v in sorted(sums.items(), key=lambda kv: _sort_key(kv[0]))]
-        png = _bar_png(bars, title)
+        png = bar_png(bars, title)
     return Image(data=png, format="png")
 
 
@@ -675,203 +585,6 @@ async def complete(
         return None
     values = [name for name in sorted(DESCRIPTIONS) if name.startswith(argument.value)]
     return types.Completion(values=values, total=len(values), has_more=False)
-
-
-# --------------------------------------------------------------------------- PNG drawing
-
-WIDTH, HEIGHT = 320, 240
-LEFT, RIGHT, TOP, BOTTOM = 46, 12, 24, 34
-RGB = tuple[int, int, int]
-WHITE: RGB = (255, 255, 255)
-BLACK: RGB = (40, 40, 40)
-GRID: RGB = (225, 225, 225)
-PALETTE: tuple[RGB, ...] = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189))
-
-# A 3x5 pixel font: five rows per glyph, each row a 3-bit mask (4 = left pixel, 1 = right).
-_FONT: dict[str, str] = {
-    "0": "75557", "1": "26227", "2": "71747", "3": "71317", "4": "55711", "5": "74717", "6": "74757",
-    "7": "71111", "8": "75757", "9": "75717", ".": "00002", "-": "00700", "+": "02720", "_": "00007",
-    "/": "11244", ":": "02020", " ": "00000", "?": "71202",
-    "A": "25755", "B": "65656", "C": "34443", "D": "65556", "E": "74647", "F": "74644", "G": "34553",
-    "H": "55755", "I": "72227", "J": "11152", "K": "55655", "L": "44447", "M": "57755", "N": "65555",
-    "O": "25552", "P": "65644", "Q": "25563", "R": "65655", "S": "34216", "T": "72222", "U": "55557",
-    "V": "55552", "W": "55775", "X": "55255", "Y": "55222", "Z": "71247",
-}  # fmt: skip
-
-
-class Canvas:
-    """An RGB pixel buffer with the few drawing primitives a chart needs."""
-
-    def __init__(self, width: int, height: int, background: RGB = WHITE) -> None:
-        """Create a ``width`` x ``height`` canvas filled with ``background``."""
-        self.width = width
-        self.height = height
-        self.pixels = bytearray(bytes(background) * (width * height))
-
-    def set(self, x: int, y: int, color: RGB) -> None:
-        """Paint one pixel (ignored outside the canvas)."""
-        if 0 <= x < self.width and 0 <= y < self.height:
-            i = (y * self.width + x) * 3
-            self.pixels[i : i + 3] = bytes(color)
-
-    def rect(self, x0: int, y0: int, x1: int, y1: int, color: RGB) -> None:
-        """Fill the rectangle with corners (x0, y0) and (x1, y1), inclusive."""
-        for y in range(min(y0, y1), max(y0, y1) + 1):
-            for x in range(min(x0, x1), max(x0, x1) + 1):
-                self.set(x, y, color)
-
-    def line(self, x0: int, y0: int, x1: int, y1: int, color: RGB) -> None:
-        """Draw a straight line (Bresenham)."""
-        dx, dy = abs(x1 - x0), -abs(y1 - y0)
-        sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
-        err = dx + dy
-        while True:
-            self.set(x0, y0, color)
-            if x0 == x1 and y0 == y1:
-                return
-            e2 = 2 * err
-            if e2 >= dy:
-                err += dy
-                x0 += sx
-            if e2 <= dx:
-                err += dx
-                y0 += sy
-
-    def dot(self, cx: int, cy: int, color: RGB, radius: int = 2) -> None:
-        """Draw a filled disc."""
-        for y in range(-radius, radius + 1):
-            for x in range(-radius, radius + 1):
-                if x * x + y * y <= radius * radius + 1:
-                    self.set(cx + x, cy + y, color)
-
-    def text(self, x: int, y: int, text: str, color: RGB = BLACK, scale: int = 1) -> None:
-        """Write ``text`` (upper-cased) with its top-left corner at (x, y)."""
-        for ch in text.upper():
-            rows = _FONT.get(ch, _FONT["?"])
-            for r, mask in enumerate(rows):
-                bits = int(mask)
-                for c in range(3):
-                    if bits & (4 >> c):
-                        self.rect(
-                            x + c * scale,
-                            y + r * scale,
-                            x + c * scale + scale - 1,
-                            y + (r + 1) * scale - 1,
-                            color,
-                        )
-            x += 4 * scale
-
-    def png(self) -> bytes:
-        """Encode the canvas as an 8-bit RGB PNG."""
-        stride = self.width * 3
-        raw = b"".join(b"\x00" + bytes(self.pixels[y * stride : (y + 1) * stride]) for y in range(self.height))
-
-        def chunk(tag: bytes, data: bytes) -> bytes:
-            return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
-
-        header = struct.pack(">IIBBBBB", self.width, self.height, 8, 2, 0, 0, 0)
-        return (
-            b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
-        )
-
-
-def text_width(text: str, scale: int = 1) -> int:
-    """Width in pixels of ``text`` drawn by `Canvas.text`."""
-    return max(0, 4 * scale * len(text) - scale)
-
-
-def _ticks(lo: float, hi: float, count: int = 6) -> list[float]:
-    """About ``count`` round tick values covering [lo, hi]."""
-    if hi <= lo:
-        return [lo]
-    raw_step = (hi - lo) / max(1, count - 1)
-    magnitude = 10 ** math.floor(math.log10(raw_step))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw_step)
-    first = math.ceil(lo / step) * step
-    ticks = []
-    value = first
-    while value <= hi + step * 1e-9:
-        ticks.append(round(value, 10))
-        value += step
-    return ticks
-
-
-def _label(value: float) -> str:
-    """A short tick label."""
-    return f"{value:.4g}".replace("e+0", "e").replace("e+", "e")
-
-
-def _frame(canvas: Canvas, title: str, y_lo: float, y_hi: float) -> Callable[[float], int]:
-    """Draw the title, the y grid and axes; return the y data-to-pixel mapping."""
-    plot_bottom = HEIGHT - BOTTOM
-    scale = 2 if text_width(title, 2) <= WIDTH - 8 else 1
-    canvas.text((WIDTH - text_width(title, scale)) // 2, 6, title, scale=scale)
-
-    def to_py(v: float) -> int:
-        return plot_bottom - round((v - y_lo) / (y_hi - y_lo) * (plot_bottom - TOP))
-
-    for tick in _ticks(y_lo, y_hi):
-        py = to_py(tick)
-        canvas.line(LEFT, py, WIDTH - RIGHT, py, GRID)
-        label = _label(tick)
-        canvas.text(LEFT - 4 - text_width(label), py - 2, label)
-    canvas.line(LEFT, TOP, LEFT, plot_bottom, BLACK)
-    canvas.line(LEFT, plot_bottom, WIDTH - RIGHT, plot_bottom, BLACK)
-    return to_py
-
-
-def _padded(values: Iterable[float]) -> tuple[float, float]:
-    """The range of ``values`` widened by 5% on each side (never empty)."""
-    vals = list(values) or [0.0]
-    lo, hi = min(vals), max(vals)
-    if hi == lo:
-        return lo - 1, hi + 1
-    pad = (hi - lo) * 0.05
-    return lo - pad, hi + pad
-
-
-def _scatter_png(points: list[tuple[float, float]], title: str) -> bytes:
-    """A scatter plot of ``points``."""
-    canvas = Canvas(WIDTH, HEIGHT)
-    x_lo, x_hi = _padded(p[0] for p in points)
-    y_lo, y_hi = _padded(p[1] for p in points)
-    to_py = _frame(canvas, title, y_lo, y_hi)
-    plot_bottom = HEIGHT - BOTTOM
-
-    def to_px(v: float) -> int:
-        return LEFT + round((v - x_lo) / (x_hi - x_lo) * (WIDTH - RIGHT - LEFT))
-
-    for tick in _ticks(x_lo, x_hi):
-        px = to_px(tick)
-        canvas.line(px, plot_bottom, px, plot_bottom + 3, BLACK)
-        label = _label(tick)
-        canvas.text(px - text_width(label) // 2, plot_bottom + 6, label)
-    for x, y in points:
-        canvas.dot(to_px(x), to_py(y), PALETTE[0])
-    return canvas.png()
-
-
-def _bar_png(bars: list[tuple[str, float]], title: str) -> bytes:
-    """A bar chart, one bar per (label, value), from a zero baseline."""
-    canvas = Canvas(WIDTH, HEIGHT)
-    values = [v for _, v in bars]
-    y_lo = min([0.0, *values])
-    y_hi = max([0.0, *values])
-    if y_hi == y_lo:
-        y_hi = y_lo + 1
-    y_hi += (y_hi - y_lo) * 0.05
-    to_py = _frame(canvas, title, y_lo, y_hi)
-    plot_bottom = HEIGHT - BOTTOM
-    slot = (WIDTH - RIGHT - LEFT) / max(1, len(bars))
-    for i, (label, value) in enumerate(bars):
-        x0 = LEFT + round(i * slot + slot * 0.15)
-        x1 = LEFT + round((i + 1) * slot - slot * 0.15)
-        canvas.rect(x0, to_py(0.0), x1, to_py(value), PALETTE[i % len(PALETTE)])
-        fits = max(1, int(slot // 4))
-        short = label if len(label) <= fits else label[: max(1, fits - 1)] + "."
-        canvas.text(round(LEFT + (i + 0.5) * slot) - text_width(short) // 2, plot_bottom + 6, short)
-    canvas.line(LEFT, to_py(0.0), WIDTH - RIGHT, to_py(0.0), BLACK)
-    return canvas.png()
 
 
 def main() -> None:

@@ -1,12 +1,12 @@
-"""`make demo`: open the embedded demo toolbox headless, call a few tools, print the results."""
+"""`make demo`: open the embedded demo toolbox headless, call a few tools, print the results
+(through the public API only, as a user would)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from workbench_magic.api.workbench import Workbench
-from workbench_magic.vocabulary.results import ToolResult, find_table
+from workbench_magic import ToolResult, Workbench
 
 
 def table_text(result: ToolResult) -> str:
@@ -15,7 +15,7 @@ def table_text(result: ToolResult) -> str:
     try:
         import pandas  # noqa: F401
     except ImportError:
-        return plain_table(find_table(result.data) or [])
+        return plain_table(result.data["rows"])  # the aggregate's `{"rows": [...]}`
     return result.to_pandas().to_string(index=False)
 
 

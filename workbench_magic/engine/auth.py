@@ -1,6 +1,7 @@
 """Authentication to remote (http/sse) servers: a static bearer token, or OAuth run by the SDK.
 
-`"auth": {"bearer": "${TOKEN}"}` sends `Authorization: Bearer <token>`. `"auth": "oauth"` (or
+A server's `"auth"` setting is parsed by the config (`workbench_magic.config.auth`); here it is
+used. `"auth": {"bearer": "${TOKEN}"}` sends `Authorization: Bearer <token>`. `"auth": "oauth"` (or
 `{"oauth": {"client_id", "client_secret", "scopes", "redirect_port", "paste"}}`) hands the
 connection to the SDK's `OAuthClientProvider`: discovery, dynamic client registration (unless a
 `client_id` is given), PKCE, refresh. The authorize link is shown to whoever waits on the
@@ -22,12 +23,12 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from workbench_magic.config.auth import AuthConfig, OAuthOptions
 from workbench_magic.engine.runtime import current_channel, opening_channel
 from workbench_magic.vocabulary.errors import WorkbenchError
 
@@ -37,99 +38,6 @@ TOKEN_DIR_ENV = "WORKBENCH_TOKEN_DIR"
 CALLBACK_PATH = "/callback"
 AUTHORIZE_TIMEOUT = 300.0
 """Seconds to wait for the person to authorize in the browser."""
-
-
-class AuthConfigError(ValueError):
-    """An `auth` value that is not one of the accepted shapes: `problem` and how to fix it."""
-
-    def __init__(self, problem: str, fix: str) -> None:
-        super().__init__(f"{problem}. {fix}")
-        self.problem, self.fix = problem, fix
-
-
-_AUTH_FIX = 'Fix: write "auth": "oauth", "auth": {"oauth": {"client_id": "..."}} or "auth": {"bearer": "${TOKEN}"}'
-_OAUTH_KEYS = ("client_id", "client_secret", "scopes", "redirect_port", "paste")
-
-
-@dataclass(frozen=True)
-class OAuthOptions:
-    """`"auth": {"oauth": {...}}`: a pre-registered client (else dynamic registration), the scopes
-    to ask for, a fixed loopback port for the redirect, and whether the person pastes the redirect."""
-
-    client_id: str | None = None
-    client_secret: str | None = field(default=None, repr=False)
-    scopes: tuple[str, ...] = ()
-    redirect_port: int | None = None
-    paste: bool = False
-
-
-@dataclass(frozen=True)
-class AuthConfig:
-    """A server's `auth`: exactly one of `bearer` and `oauth`."""
-
-    bearer: str | None = field(default=None, repr=False)
-    oauth: OAuthOptions | None = None
-
-    def __repr__(self) -> str:
-        return "AuthConfig(bearer=***)" if self.bearer is not None else f"AuthConfig(oauth={self.oauth!r})"
-
-    @property
-    def secrets(self) -> frozenset[str]:
-        """Values to mask in output (the bearer token, the client secret)."""
-        values = {self.bearer, self.oauth.client_secret if self.oauth else None}
-        return frozenset(v for v in values if v)
-
-    def to_json(self) -> Any:
-        """The config spelling back (for the config view; secrets are masked by whoever shows it)."""
-        if self.bearer is not None:
-            return {"bearer": self.bearer}
-        assert self.oauth is not None
-        options = {k: getattr(self.oauth, k) for k in _OAUTH_KEYS if getattr(self.oauth, k) not in (None, (), False)}
-        if "scopes" in options:
-            options["scopes"] = list(options["scopes"])
-        return {"oauth": options} if options else "oauth"
-
-
-def parse_auth(value: Any) -> AuthConfig | None:
-    """An `auth` config value as an `AuthConfig` (None when absent), or `AuthConfigError`."""
-    if value is None or isinstance(value, AuthConfig):
-        return value
-    if value == "oauth":
-        return AuthConfig(oauth=OAuthOptions())
-    if not isinstance(value, Mapping) or len(value) != 1 or next(iter(value)) not in ("bearer", "oauth"):
-        raise AuthConfigError(f"unknown auth {value!r}", _AUTH_FIX)
-    kind, options = next(iter(value.items()))
-    if kind == "bearer":
-        if not isinstance(options, str) or not options.strip():
-            raise AuthConfigError("'bearer' must be a non-empty string", 'Fix: write "bearer": "${TOKEN}"')
-        return AuthConfig(bearer=options.strip())
-    if options in (None, True):
-        options = {}
-    if not isinstance(options, Mapping):
-        raise AuthConfigError("'oauth' must be an object", 'Fix: write "oauth": {"client_id": "...", "scopes": [...]}')
-    unknown = sorted(set(options) - set(_OAUTH_KEYS))
-    if unknown:
-        raise AuthConfigError(f"unknown oauth key {unknown[0]!r}", f"Fix: use only {', '.join(_OAUTH_KEYS)}")
-    scopes = options.get("scopes") or []
-    if isinstance(scopes, str):
-        scopes = scopes.split()
-    if not isinstance(scopes, list | tuple) or not all(isinstance(s, str) for s in scopes):
-        raise AuthConfigError("'scopes' must be a list of strings", 'Fix: write "scopes": ["read", "write"]')
-    port = options.get("redirect_port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
-        raise AuthConfigError("'redirect_port' must be a port number", 'Fix: write "redirect_port": 33418')
-    for key in ("client_id", "client_secret"):
-        if options.get(key) is not None and not isinstance(options[key], str):
-            raise AuthConfigError(f"'{key}' must be a string", f'Fix: write "{key}": "..."')
-    return AuthConfig(
-        oauth=OAuthOptions(
-            client_id=options.get("client_id") or None,
-            client_secret=options.get("client_secret") or None,
-            scopes=tuple(scopes),
-            redirect_port=port,
-            paste=bool(options.get("paste", False)),
-        )
-    )
 
 
 # ---- where tokens live --------------------------------------------------------------------------

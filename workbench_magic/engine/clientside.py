@@ -15,16 +15,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from workbench_magic.engine.runtime import Channel
+from workbench_magic.engine.runtime import Channel, Upstream
 from workbench_magic.vocabulary.errors import WorkbenchError
 from workbench_magic.vocabulary.masking import mask_value
-
-if TYPE_CHECKING:
-    from workbench_magic.engine.connection import Connection
 
 logger = logging.getLogger("workbench_magic")
 
@@ -63,6 +61,27 @@ class Asker(Protocol):
         """The reply text for a sampling request (None declines)."""
 
     def url(self, server: str, message: str, url: str) -> Any: ...
+
+
+class Connection(Protocol):
+    """What the client side needs of the connection a server asked through (engine/connection.py's
+    `Connection` is one): who it is, what it declared, and who waits on it now."""
+
+    toolbox: str
+    name: str
+    config: Any
+    secrets: frozenset[str]
+    log_level: str | None
+    sampling: bool
+
+    def caller(self) -> Channel | None:
+        """The channel of whoever waits on the server now (the call in flight)."""
+
+    def waiting_on_the_person(self) -> AbstractAsyncContextManager[None]:
+        """While the person answers, calls in flight on the server do not time out."""
+
+    def note(self, line: str) -> None:
+        """One line of the server's log."""
 
 
 class RootsSource(Protocol):
@@ -170,9 +189,9 @@ async def _call_handler(handler: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> Any:
+def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> Upstream | None:
     """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it."""
-    upstream = getattr(channel, "upstream", None)
+    upstream = channel.upstream if channel is not None else None
     return upstream if upstream is not None and upstream.offers(kind, url=url) else None
 
 
@@ -367,7 +386,7 @@ class ClientSide:
         data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
         line = f"[{level}] {params.logger + ': ' if params.logger else ''}{data}"
         conn.note(line)
-        upstream = getattr(channel, "upstream", None)
+        upstream = channel.upstream if channel is not None else None
         if upstream is not None:
             upstream.log(params)
         python_logger = logging.getLogger(f"workbench_magic.server.{conn.toolbox}.{conn.name}")

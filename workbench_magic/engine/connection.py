@@ -123,6 +123,8 @@ class Connection:
         self.sampling = sampling
         self.log_level = log_level
         self.apps = apps
+        self.replayed_last = False
+        """Whether the latest tool call was answered from a cassette (tape.py's `ReplayConnection`)."""
         self.request_timeout = request_timeout
         """Seconds a listing may take (calls, reads and prompts are given theirs)."""
         self._in_flight: list[_InFlight] = []
@@ -329,13 +331,13 @@ class Connection:
         """Who we are and which client features we offer this server (its capabilities follow)."""
         from mcp_types import Implementation
 
-        from workbench_magic import __version__
+        from workbench_magic.vocabulary.version import __version__
 
         info: dict[str, Any] = {"client_info": Implementation(name="workbench-magic", version=__version__)}
         if self.apps:
-            from workbench_magic.api.apps import advertised
+            from workbench_magic.engine.extensions import apps_extension_offer
 
-            info["extensions"] = [advertised()]
+            info["extensions"] = [apps_extension_offer()]
         return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:

@@ -454,7 +454,7 @@ class Core:
             self._record(ident, args, started, t0, False, str(error), secrets)
             raise error
         elapsed = time.perf_counter() - t0
-        replayed = bool(getattr(conn, "replayed_last", False))
+        replayed = conn.replayed_last
         result = ToolResult(
             identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
         )

@@ -21,7 +21,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from workbench_magic.vocabulary.errors import WorkbenchError, leaf_exception
 
@@ -46,15 +46,33 @@ def clean(exc: BaseException) -> BaseException:
 
 
 # ---- channels back to the caller ----------------------------------------------------------
+class Upstream(Protocol):
+    """The client in front of the workbench that a served call came from (serve/forwarding.py):
+    what a downstream server asks or tells during the call goes on to it."""
+
+    def offers(self, kind: str, *, url: bool = False) -> bool:
+        """Whether the client declared `kind` (sampling, elicitation, roots)."""
+
+    async def sample(self, messages: list[Any], params: Any) -> Any: ...
+
+    async def elicit(self, params: Any) -> Any: ...
+
+    async def list_roots(self) -> Any: ...
+
+    def log(self, params: Any) -> None: ...
+
+
 class Channel:
     """A way from the loop thread back to one thread: `post` a function to run there.
 
     `asker` asks the person on that thread (elicitation), `notice(text)` shows a line in the
-    caller's output (a server's warnings); either may be None.
+    caller's output (a server's warnings), `upstream` is the client of a served call (serve);
+    each may be None.
     """
 
     asker: Any = None
     notice: Callable[[str], None] | None = None
+    upstream: Upstream | None = None
 
     def post(self, fn: Callable[[], object]) -> None:
         raise NotImplementedError

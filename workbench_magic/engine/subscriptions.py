@@ -10,20 +10,30 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from workbench_magic.engine.transports import sdk_deprecations
 
-if TYPE_CHECKING:
-    from workbench_magic.engine.connection import Connection
-
 logger = logging.getLogger("workbench_magic")
+
+
+class Subscribed(Protocol):
+    """What subscriptions need of their connection (engine/connection.py's `Connection`)."""
+
+    toolbox: str
+    name: str
+    status: str
+
+    @property
+    def modern(self) -> bool: ...
+
+    def client(self) -> Any: ...
 
 
 class ResourceSubscriptions:
     """The watched URIs of a connection and their listeners."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Subscribed) -> None:
         self._conn = conn
         self._listeners: dict[str, list[Callable[[], None]]] = {}
         self._streams: dict[str, asyncio.Future[None]] = {}

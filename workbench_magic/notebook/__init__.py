@@ -1,1 +1,62 @@
-"""The notebook: magics, cell arguments, views, widgets, export."""
+"""The notebook: magics, cell arguments, views, widgets, export.
+
+`install()` registers what the layers below reach in a notebook without importing it (the layer
+rule): it runs at `%load_ext workbench_magic` and when `workbench_magic.Workbench` is first used.
+It imports nothing heavy: what it registers loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import os
+
+    from workbench_magic.api.apps import AppView
+    from workbench_magic.api.workbench import Workbench
+    from workbench_magic.engine.clientside import Asker
+
+_installed = False
+
+
+def install() -> None:
+    """Register the notebook's hooks with the API layer (once; cheap)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    from workbench_magic.api import asking, exporting
+    from workbench_magic.api.apps import set_app_framer
+
+    set_app_framer(_app_frame)  # a displayed result with an MCP App shows the app's frame
+    asking.set_awaited_asker(_awaited_asker)  # `await wb.acall(...)` in a kernel asks with a widget form
+    exporting.set_notebook_exporter(_export_notebook)  # `wb.export_notebook(path)`
+
+
+def _app_frame(view: AppView, bundle: dict[str, Any]) -> dict[str, Any]:
+    from workbench_magic.notebook.widgets.appframe import frame_bundle  # ipywidgets: on first display
+
+    return frame_bundle(view, bundle)
+
+
+def _awaited_asker() -> Asker:
+    """In a kernel, a widget form (its clicks reach the awaiting coroutine); else `input()`."""
+    from workbench_magic.api.asking import TerminalAsker
+
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover
+        shell = None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        from workbench_magic.notebook.widgets.asking import WidgetAsker  # ipywidgets: on first ask
+
+        return WidgetAsker()
+    return TerminalAsker()
+
+
+def _export_notebook(workbench: Workbench, path: str | os.PathLike[str]) -> str:
+    from workbench_magic.notebook.export import export_notebook
+
+    return export_notebook(workbench, path)

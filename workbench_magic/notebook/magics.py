@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from IPython.core.completer import SimpleCompletion, context_matcher
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
+from workbench_magic.notebook import install
 from workbench_magic.notebook.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.vocabulary.errors import UsageError, WorkbenchError, raise_alone
 
@@ -558,6 +559,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     """`%load_ext workbench_magic`: register the magics, the settings, completion, short errors."""
     if id(ipython) in _STATE:
         return
+    install()
     magics = WorkbenchMagics(ipython)
     ipython.register_magics(magics)
 

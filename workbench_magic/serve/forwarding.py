@@ -297,6 +297,8 @@ class ClientRoots:
 class UpstreamChannel(LoopChannel):
     """The channel of a call being served: the serve loop, and the upstream client to forward to."""
 
+    upstream: Upstream
+
     def __init__(self, upstream: Upstream) -> None:
         super().__init__(upstream.loop)
         self.upstream = upstream

@@ -5,9 +5,11 @@ give any MCP client the toolboxes of one config. In dynamic mode every tool of a
 toolbox is also registered as `{toolbox}__{server}__{tool}` and clients are told the list
 changed (the legacy notification and the 2026-07-28 subscription).
 
-The server runs on its own event loop (the main thread); the `Workbench` and every downstream
-connection live on the workbench loop thread, reached with `acall`/`aopen`. Logs go to stderr:
-on stdio, stdout is the protocol.
+`serve()` runs the server on the workbench's own loop thread (`Workbench.run_on_loop`), where
+every downstream connection lives, so a forwarded call crosses no thread; the main thread only
+waits and hears signals. A `WorkbenchServer` made by hand (tests, an in-memory `Client(server)`)
+may run on another loop: `acall`/`aopen` then cross to the workbench loop. Logs go to stderr: on
+stdio, stdout is the protocol.
 """
 
 from __future__ import annotations
@@ -487,7 +489,7 @@ def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:
 
 
 def _version() -> str:
-    from workbench_magic import __version__
+    from workbench_magic.vocabulary.version import __version__
 
     return __version__
 

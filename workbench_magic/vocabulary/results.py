@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench_magic.vocabulary.errors import MissingExtraError, ToolError, raise_alone
 from workbench_magic.vocabulary.masking import mask, mask_value
@@ -22,7 +22,6 @@ from workbench_magic.vocabulary.masking import mask, mask_value
 if TYPE_CHECKING:
     import pandas as pd
 
-    from workbench_magic.api.apps import AppView
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
 
@@ -254,6 +253,36 @@ def find_table(data: Any) -> list[dict[str, Any]] | dict[str, list[Any]] | None:
     return None
 
 
+class ToolApp(Protocol):
+    """A result's MCP App, as results see it (api/apps.py's `AppView` is the one there is).
+
+    A result shows `note` where no app can run and lets `widget_bundle` put the app in its
+    display data; the rest is what the app offers its user (DESIGN: `.html`, `.handle`,
+    `.messages`, `.model_context`).
+    """
+
+    messages: list[dict[str, Any]]
+    model_context: dict[str, Any] | None
+
+    @property
+    def note(self) -> str:
+        """One line saying the tool has an app (what a front end without widgets shows)."""
+        ...
+
+    def widget_bundle(self, bundle: dict[str, Any]) -> dict[str, Any]:
+        """A result's MIME bundle as displayed with its app (unchanged where no app can run)."""
+        ...
+
+    @property
+    def html(self) -> str:
+        """The app's HTML page."""
+        ...
+
+    def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Answer one JSON-RPC message from the app's page."""
+        ...
+
+
 @dataclass
 class ToolResult:
     """What a tool call returned.
@@ -273,7 +302,7 @@ class ToolResult:
     """Config secrets: masked in what the result shows (its data stays as the tool sent it)."""
     replayed: bool = False
     """True when the answer came from a cassette (`Workbench(replay=...)`), not a live server."""
-    app: AppView | None = field(default=None, repr=False, compare=False)
+    app: ToolApp | None = field(default=None, repr=False, compare=False)
     """The tool's MCP Apps view (`AppView`) when the tool has a UI and `render_apps` is on."""
 
     @property

@@ -219,7 +219,7 @@ def _on_close_of(frame: AppFrame, view: AppView) -> Any:
         if isinstance(event, ToolboxClosed) and event.toolbox == view.tool.toolbox:
             channel.post(closed)
 
-    return view.host.workbench.subscribe(on_event)
+    return view.host.subscribe(on_event)
 
 
 def _watch_rerun() -> str | None:

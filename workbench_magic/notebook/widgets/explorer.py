@@ -650,7 +650,7 @@ def _deliver(ref: weakref.ref[Explorer], event: Event) -> None:
         explorer._on_event(event)
 
 
-class ExploredToolbox(OpenedToolbox):
+class ExploredToolbox(OpenedToolbox[Workbench]):
     """What `%workbench open` returns: an `OpenedToolbox` that displays as the explorer.
 
     Every display shows the toolbox's one explorer (`Explorer.of`), not a new one.

@@ -1,0 +1,172 @@
+"""The client side of MCP as a `Workbench` offers it: the sampling and elicitation handlers and
+the roots servers are told, server log levels, OAuth logout.
+
+`ClientFeatures` is a collaborator the workbench holds (`wb.roots`, `wb.set_roots(...)` delegate
+to it). It keeps the handlers; `on_change()` hands them to the loop (the workbench pushes its
+options, where the engine's `ClientSide` reads them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.api.features import parse_target
+from workbench_magic.engine.clientside import (
+    ASK_PERSON,
+    LOG_LEVELS,
+    ElicitationHandler,
+    RootsSource,
+    SamplingHandler,
+    root_uri,
+)
+from workbench_magic.engine.core import short_errors
+from workbench_magic.vocabulary.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.engine.core import Core
+    from workbench_magic.engine.runtime import LoopThread
+
+
+def root_uris(roots: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
+    """Roots as `file://` URIs (a path, a URI, or a list of them)."""
+    return tuple(root_uri(r) for r in ([roots] if isinstance(roots, str) else roots))
+
+
+class ClientFeatures:
+    """What a workbench answers servers with, and the per-server client settings.
+
+    `settings()` is the workbench's current config; `on_change()` runs when a handler or the
+    roots change. `roots` None: none offered until set (servers keep their own).
+    """
+
+    def __init__(
+        self,
+        core: Core,
+        loop: LoopThread,
+        *,
+        settings: Callable[[], WorkbenchConfig],
+        on_change: Callable[[], None],
+        roots: list[str] | tuple[str, ...] | str | None = None,
+    ) -> None:
+        self._core = core
+        self._loop = loop
+        self._settings = settings
+        self._on_change = on_change
+        self._sampling_handler: SamplingHandler | None = None
+        self._elicitation_handler: ElicitationHandler | None = None
+        self._roots = root_uris(roots) if roots is not None else ()
+
+    @property
+    def handlers(self) -> dict[str, Any]:
+        """The handlers and the roots, as the engine's `Options` fields."""
+        return {
+            "sampling_handler": self._sampling_handler,
+            "elicitation_handler": self._elicitation_handler,
+            "roots": self._roots,
+        }
+
+    @property
+    def sampling_handler(self) -> SamplingHandler | None:
+        """`fn(messages, params)` answering servers' sampling requests (str, dict or
+        `CreateMessageResult`), or `"ask"` (the person writes the reply, where the call was made);
+        sampling is advertised only while one is set (connections made
+        before get it at their next reconnect)."""
+        return self._sampling_handler
+
+    @sampling_handler.setter
+    def sampling_handler(self, handler: SamplingHandler | None) -> None:
+        if handler is not None and not callable(handler) and handler != ASK_PERSON:
+            raise UsageError(
+                'sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, or "ask"'
+            )
+        self._sampling_handler = handler
+        self._on_change()
+
+    @property
+    def elicitation_handler(self) -> ElicitationHandler | None:
+        """None: ask the person; `fn(message, schema)` -> dict (accept), None (decline) or an
+        `ElicitResult`; or a dict of canned answers (always accepted)."""
+        return self._elicitation_handler
+
+    @elicitation_handler.setter
+    def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
+        if handler is not None and not callable(handler) and not isinstance(handler, Mapping):
+            raise UsageError("elicitation_handler must be None, a function (message, schema) or a dict of answers")
+        self._elicitation_handler = MappingProxyType(dict(handler)) if isinstance(handler, Mapping) else handler
+        self._on_change()
+
+    @property
+    def roots(self) -> list[str]:
+        """The roots servers are told (file:// URIs); default `[]`: the capability is declared and no
+        roots are offered until set, so servers keep their configured directories."""
+        return list(self._roots)
+
+    @roots.setter
+    def roots(self, roots: list[str] | tuple[str, ...] | str) -> None:
+        self._roots = root_uris(roots)
+        self._on_change()
+
+    def set_server_log_level(self, target: str, level: str) -> None:
+        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox:
+        at once on handshake-era connections, at their next connect on 2026-07-28 ones."""
+        if level not in LOG_LEVELS:
+            raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Name a toolbox or toolbox/server")
+
+        async def apply() -> None:
+            for conn in await self._core.connections(toolbox, server, self._settings()):
+                await conn.set_log_level(level)
+
+        self._loop.run(short_errors(apply()))
+
+    def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
+        """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
+        back to the config's (or `wb.roots`). Handshake-era servers are told at once."""
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Name a toolbox or toolbox/server")
+        chosen = None if roots is None else root_uris(roots)
+
+        async def apply() -> None:
+            self._core.set_roots(await self._core.connections(toolbox, server, self._settings()), chosen)
+
+        self._loop.run(short_errors(apply()))
+
+    def set_roots_source(self, source: RootsSource | None) -> None:
+        """Where the servers that follow the client's roots get them when no call is in flight
+        (serve's stdio face: its one client); None goes back to `wb.roots`. A server's own roots
+        (config, `set_roots`) still win, and a call's client is asked during its call."""
+        core = self._core
+        self._loop.ask(lambda: setattr(core.client_side, "roots_source", source))
+
+    def roots_source_changed(self) -> None:
+        """The source's roots changed (from any thread): every open server that follows them is
+        told (`roots/list_changed` to handshake-era servers; 2026-07-28 ones ask per request)."""
+        core, settings = self._core, self._settings()
+
+        async def tell() -> None:
+            followers = [c for c in await core.connections(None, None, settings) if core.client_side.follows_roots(c)]
+            core.set_roots(followers, None)  # they have no roots of their own: this only tells them
+
+        asyncio.run_coroutine_threadsafe(tell(), self._loop.loop)
+
+    def logout(self, target: str) -> list[str]:
+        """Forget the stored OAuth tokens (and registered client) of one server (`toolbox/server`)
+        or of every OAuth server of a toolbox; the names of the servers that had some. A connection
+        already open keeps its session until it is closed or reconnected; the next connect asks
+        the person to authorize again."""
+        from workbench_magic.engine.auth import forget
+
+        toolbox, server = parse_target(target)
+        if toolbox is None:
+            raise NotFoundError("Name a toolbox or toolbox/server")
+        settings = self._settings()
+        names = [server] if server is not None else list(settings.toolbox(toolbox).mcp_servers)
+        configs = {name: settings.server(toolbox, name) for name in names}
+        return [name for name, cfg in configs.items() if cfg.url and cfg.auth and cfg.auth.oauth and forget(cfg.url)]
