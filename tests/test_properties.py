@@ -46,7 +46,7 @@ from workbench_magic.vocabulary.errors import (
     WorkbenchError,
 )
 from workbench_magic.vocabulary.identifiers import FIELDS, ToolIdentifier, parse_identifier, parse_target
-from workbench_magic.vocabulary.results import ToolInfo
+from workbench_magic.vocabulary.listings import ToolInfo
 
 # While shrinking a failure, hypothesis describes the nested config strategies (hundreds of kB).
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")

@@ -31,9 +31,16 @@ from workbench_magic.vocabulary.version import __version__
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppView
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
-    from workbench_magic.engine.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
+    from workbench_magic.vocabulary.events import (
+        PromptsChanged,
+        ResourcesChanged,
+        StatusChanged,
+        ToolboxClosed,
+        ToolsChanged,
+    )
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
-    from workbench_magic.vocabulary.results import ToolInfo, ToolResult
+    from workbench_magic.vocabulary.listings import ToolInfo
+    from workbench_magic.vocabulary.results import ToolResult
 
 
 # A library's loggers stay quiet unless the application configures logging (servers' log
@@ -46,13 +53,13 @@ _LAZY = {
     "OpenedToolbox": "workbench_magic.api.workbench",
     "ToolIdentifier": "workbench_magic.vocabulary.identifiers",
     "ToolResult": "workbench_magic.vocabulary.results",
-    "ToolInfo": "workbench_magic.vocabulary.results",
+    "ToolInfo": "workbench_magic.vocabulary.listings",
     "AppView": "workbench_magic.api.apps",
-    "ToolsChanged": "workbench_magic.engine.core",
-    "ResourcesChanged": "workbench_magic.engine.core",
-    "PromptsChanged": "workbench_magic.engine.core",
-    "StatusChanged": "workbench_magic.engine.core",
-    "ToolboxClosed": "workbench_magic.engine.core",
+    "ToolsChanged": "workbench_magic.vocabulary.events",
+    "ResourcesChanged": "workbench_magic.vocabulary.events",
+    "PromptsChanged": "workbench_magic.vocabulary.events",
+    "StatusChanged": "workbench_magic.vocabulary.events",
+    "ToolboxClosed": "workbench_magic.vocabulary.events",
 }
 
 

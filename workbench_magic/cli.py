@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "serve":
-            from workbench_magic.serve.server import serve
+            from workbench_magic.serve.run import serve
 
             return serve(
                 args.config, mode=args.mode, transport=args.transport, host=args.host, port=args.port, token=args.token

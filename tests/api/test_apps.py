@@ -24,7 +24,7 @@ from workbench_magic import Workbench
 from workbench_magic.api.apps import APP_MIME_TYPE, DEFAULT_CSP, AppError, AppView, build_allow, build_csp
 from workbench_magic.notebook.widgets.appframe import with_csp
 from workbench_magic.vocabulary.errors import CallTimeoutError
-from workbench_magic.vocabulary.results import ToolInfo, ToolUI
+from workbench_magic.vocabulary.listings import ToolInfo, ToolUI
 
 APPS_SERVER = SERVERS / "apps_server.py"
 

@@ -28,7 +28,7 @@ from workbench_magic import (
     Workbench,
 )
 from workbench_magic.api.workbench import OpenedToolbox
-from workbench_magic.engine.core import Event
+from workbench_magic.vocabulary.events import Event
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from conftest import children, stdio_server, toolbox
 
 from workbench_magic import PromptsChanged, ResourcesChanged, ToolError, ToolNotFoundError
-from workbench_magic.engine.core import Event, ToolsChanged
+from workbench_magic.vocabulary.events import Event, ToolsChanged
 
 
 @pytest.mark.parametrize(("flags", "protocol"), [((), "2026-07-28"), (("--legacy",), "2025-11-25")])

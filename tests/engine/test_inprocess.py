@@ -12,8 +12,8 @@ from conftest import SERVERS, children
 from mcp.server import MCPServer
 
 from workbench_magic import ConfigError, ConnectError, UsageError, Workbench
-from workbench_magic.engine.core import ToolsChanged
 from workbench_magic.notebook.widgets import Explorer
+from workbench_magic.vocabulary.events import ToolsChanged
 
 
 def server_threads() -> list[str]:

@@ -15,7 +15,7 @@ from conftest import PYTHON, SERVERS
 
 from workbench_magic import ArgumentError
 from workbench_magic.engine import schema
-from workbench_magic.vocabulary.results import ToolInfo
+from workbench_magic.vocabulary.listings import ToolInfo
 
 NESTED = {
     "type": "object",

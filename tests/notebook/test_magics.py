@@ -12,7 +12,7 @@ from conftest import ROOT, children, stdio_server, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, Workbench
-from workbench_magic.vocabulary.results import History, ToolList
+from workbench_magic.vocabulary.listings import History, ToolList
 
 
 @pytest.fixture

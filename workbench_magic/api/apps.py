@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench_magic.engine.extensions import APP_MIME_TYPE
 from workbench_magic.vocabulary.errors import CallTimeoutError, WorkbenchError
-from workbench_magic.vocabulary.results import CallRecord, ToolInfo, ToolResult
+from workbench_magic.vocabulary.listings import CallRecord, ToolInfo
+from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.engine.core import Core, Event
+    from workbench_magic.engine.core import Core
     from workbench_magic.engine.runtime import LoopThread
+    from workbench_magic.vocabulary.events import Event
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
 PROTOCOL_VERSION = "2026-01-26"
@@ -141,12 +143,12 @@ class AppHost:
 
     def log(self, toolbox: str, server: str, line: str) -> None:
         core = self._core
-        self._loop.ask(lambda: core.connection(toolbox, server).note(line))
+        self._loop.run_sync(lambda: core.connection(toolbox, server).note(line))
 
-    def record(self, record: CallRecord) -> None:
+    def remember(self, record: CallRecord) -> None:
         core = self._core
         if self._loop.alive:
-            self._loop.ask(lambda: core.record(record))
+            self._loop.run_sync(lambda: core.remember(record))
 
 
 async def with_view(
@@ -295,12 +297,12 @@ class AppView:
         if not isinstance(method, str):  # a response to one of our requests
             if message.get("result") is not None and self.torn_down:
                 self.teardown_answered = True
-            self._record("response", dict(message), started, t0, True, None, None)
+            self._remember("response", dict(message), started, t0, True, None, None)
             return None
         answer: Any = None
         error: tuple[int, str] | None = None
         if msg_id is None:  # in the history before what it makes the host send
-            self._record(method, params, started, t0, True)
+            self._remember(method, params, started, t0, True)
         try:
             answer = self._dispatch(method, params if isinstance(params, dict) else {})
         except _Refused as exc:
@@ -308,7 +310,7 @@ class AppView:
         except WorkbenchError as exc:
             error = (DENIED, str(exc))
         if msg_id is not None:
-            self._record(method, params, started, t0, error is None, error[1] if error else None, answer)
+            self._remember(method, params, started, t0, error is None, error[1] if error else None, answer)
         self._changed()
         if msg_id is None:
             return None
@@ -443,13 +445,13 @@ class AppView:
     def _send(self, message: dict[str, Any]) -> None:
         self.outbox.append(message)
         params = message.get("params")
-        self._record(f"-> {message['method']}", params if isinstance(params, dict) else {}, time.time(), 0.0, True)
+        self._remember(f"-> {message['method']}", params if isinstance(params, dict) else {}, time.time(), 0.0, True)
 
     def _changed(self) -> None:
         for listener in list(self.listeners):
             listener(self)
 
-    def _record(
+    def _remember(
         self,
         method: str,
         params: Any,
@@ -461,7 +463,7 @@ class AppView:
     ) -> None:
         elapsed = time.perf_counter() - t0 if t0 else 0.0
         args = {"method": method, "params": params if isinstance(params, dict) else {"value": params}}
-        self.host.record(CallRecord(self.tool.identifier, args, started, elapsed, ok, error, "app", answer))
+        self.host.remember(CallRecord(self.tool.identifier, args, started, elapsed, ok, error, "app", answer))
 
     def __repr__(self) -> str:
         state = "cancelled" if self.cancelled else ("initialized" if self.initialized else "new")

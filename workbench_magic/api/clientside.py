@@ -143,7 +143,7 @@ class ClientFeatures:
         (serve's stdio face: its one client); None goes back to `wb.roots`. A server's own roots
         (config, `set_roots`) still win, and a call's client is asked during its call."""
         core = self._core
-        self._loop.ask(lambda: setattr(core.client_side, "roots_source", source))
+        self._loop.run_sync(lambda: setattr(core.client_side, "roots_source", source))
 
     def roots_source_changed(self) -> None:
         """The source's roots changed (from any thread): every open server that follows them is

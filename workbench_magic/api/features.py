@@ -15,7 +15,8 @@ from workbench_magic.engine import browse
 from workbench_magic.engine.core import short_errors
 from workbench_magic.engine.runtime import Channel, LoopChannel
 from workbench_magic.vocabulary.errors import NotFoundError
-from workbench_magic.vocabulary.results import PromptInfo, PromptResult, ResourceInfo, ResourceResult
+from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
+from workbench_magic.vocabulary.results import PromptResult, ResourceResult
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import WorkbenchConfig

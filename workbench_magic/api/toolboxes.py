@@ -11,15 +11,9 @@ import keyword
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from workbench_magic.vocabulary.errors import ServerNotFoundError, WorkbenchError
-from workbench_magic.vocabulary.results import (
-    ServerStatus,
-    ToolInfo,
-    ToolList,
-    ToolResult,
-    status_table_html,
-    tools_table_html,
-)
+from workbench_magic.vocabulary.errors import WorkbenchError, server_not_found
+from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo, ToolList, status_table_html, tools_table_html
+from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.engine.connection import ProgressCallback
@@ -112,7 +106,7 @@ class OpenedToolbox(Generic[W]):
 
     def _check(self, server: str) -> None:
         if server not in self._wb.toolbox_state(self.name).servers:
-            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{self.name}'")
+            raise server_not_found(server, self.name)
 
     def __dir__(self) -> Iterable[str]:
         names = [s for s in self.servers if s.isidentifier() and not keyword.iskeyword(s)]
@@ -154,7 +148,7 @@ class ServerProxy:
     def status(self) -> ServerStatus:
         servers = self._wb.toolbox_state(self._toolbox).servers
         if self._server not in servers:
-            raise ServerNotFoundError(f"Server '{self._server}' not found in toolbox '{self._toolbox}'")
+            raise server_not_found(self._server, self._toolbox)
         return servers[self._server]
 
     @property

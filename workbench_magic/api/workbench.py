@@ -15,6 +15,7 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
@@ -26,26 +27,27 @@ from workbench_magic.api.clientside import ClientFeatures
 from workbench_magic.api.features import ServerFeatures, parse_identifier, parse_target
 from workbench_magic.api.toolboxes import OpenedToolbox
 from workbench_magic.engine.clientside import LOG_LEVELS
-from workbench_magic.engine.core import BoxState, Core, Event, Options
+from workbench_magic.engine.core import BoxState, Core, Options
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
 from workbench_magic.engine.tape import Recording, Tape
-from workbench_magic.vocabulary.errors import NotFoundError, UsageError, WorkbenchError
-from workbench_magic.vocabulary.results import (
-    History,
-    ServerStatus,
-    ToolboxInfo,
-    ToolboxList,
-    ToolInfo,
-    ToolList,
-    ToolResult,
+from workbench_magic.vocabulary.errors import (
+    NotFoundError,
+    UsageError,
+    WorkbenchError,
+    server_not_found,
+    toolbox_not_open,
 )
+from workbench_magic.vocabulary.events import Event
+from workbench_magic.vocabulary.listings import History, ServerStatus, ToolboxInfo, ToolboxList, ToolInfo, ToolList
+from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
     from workbench_magic.engine import browse
     from workbench_magic.engine.clientside import ElicitationHandler, RootsSource, SamplingHandler
     from workbench_magic.engine.connection import ProgressCallback
-    from workbench_magic.vocabulary.results import PromptInfo, PromptResult, ResourceInfo, ResourceResult
+    from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
+    from workbench_magic.vocabulary.results import PromptResult, ResourceResult
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
@@ -121,7 +123,8 @@ class Workbench(Configurable):
         else:
             super().__init__(**kwargs)
         self._loop = LoopThread.get()
-        self._core = Core(Options())  # its options once the client side holds the handlers, below
+        self._tape = Tape()  # record and replay, and the config the loop works from
+        self._core = Core(Options(), connection_factory=self._tape.connection)  # options below, with the handlers
         self._server = ServerFeatures(
             self._core, self._loop, settings=lambda: self.settings, timeout=lambda: self.timeout
         )
@@ -129,16 +132,17 @@ class Workbench(Configurable):
             self._core, self._loop, settings=lambda: self.settings, on_change=self._push_options, roots=roots
         )
         self._core.set_options(self._options())  # the loop has not seen this core yet
-        self._tape = Tape()
-        self._core.connection_factory = self._tape.connection
         if sampling_handler is not None:
             self.sampling_handler = sampling_handler
         if elicitation_handler is not None:
             self.elicitation_handler = elicitation_handler
         self._source = config
-        self._added: dict[tuple[str, str], ServerConfig] = {}
-        # An explicit config is loaded (and checked) now; discovery waits for first use.
-        self._settings: WorkbenchConfig | None = None if config is None else self._load(config)
+        self._added: Mapping[tuple[str, str], ServerConfig] = MappingProxyType({})
+        """The config of each server added from the notebook (its object is the core's)."""
+        self._loaded: WorkbenchConfig | None = None
+        """The config as read from its source, without the notebook's servers."""
+        if config is not None:  # an explicit config is loaded (and checked) now; discovery waits for first use
+            self._use(self._load(config))
         _instances.add(self)
         if replay is not None:
             self.replay(replay, mode=replay_mode)
@@ -180,22 +184,38 @@ class Workbench(Configurable):
 
     @observe("config_path")
     def _config_path_changed(self, change: Any) -> None:
-        if hasattr(self, "_settings"):
+        if hasattr(self, "_loaded"):
             self.load_config(change["new"])
 
     @property
     def settings(self) -> WorkbenchConfig:
-        """The loaded toolbox config (with the servers added from the notebook)."""
-        if self._settings is None:
-            self._settings = self._with_added(self._load(self._source))
-        return self._tape.with_cassettes(self._settings)
-
-    def _with_added(self, config: WorkbenchConfig) -> WorkbenchConfig:
-        from workbench_magic.config.models import with_server
-
-        for (toolbox, name), server in self._added.items():
-            config = with_server(config, toolbox, name, server)
+        """The loaded toolbox config, with the servers added from the notebook and the toolboxes
+        and servers only the replayed cassettes know (an immutable value the loop replaces)."""
+        config = self._tape.config
+        if config is None:  # first use: discover the config now
+            config = self._use(self._load(self._source))
         return config
+
+    def _use(
+        self, loaded: WorkbenchConfig, added: Mapping[tuple[str, str], ServerConfig] | None = None
+    ) -> WorkbenchConfig:
+        """Work from `loaded` plus the notebook's servers (`added`, else those added before).
+
+        The whole is checked first (`ConfigError`: nothing changes); the loop's tape takes it,
+        with the cassettes of its toolboxes' `"replay"` (read here, not on the loop).
+        """
+        from workbench_magic.config.models import with_server
+        from workbench_magic.engine.tape import read_config_replays
+
+        added = self._added if added is None else MappingProxyType(dict(added))
+        config = loaded
+        for (toolbox, name), server in added.items():
+            config = with_server(config, toolbox, name, server)
+        tape = self._tape
+        read = read_config_replays(config, tape.config_replays)
+        merged = self._loop.run_sync(lambda: tape.use_config(config, read))
+        self._loaded, self._added = loaded, added
+        return merged
 
     @property
     def config_source(self) -> str:
@@ -205,7 +225,7 @@ class Workbench(Configurable):
     def load_config(self, source: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | None) -> None:
         """Load another config. Open toolboxes stay open until closed; servers added from the
         notebook stay."""
-        self._settings = self._with_added(self._load(source))
+        self._use(self._load(source))
         self._source = source
 
     @classmethod
@@ -238,7 +258,7 @@ class Workbench(Configurable):
         anything it does with widgets to the kernel thread.
         """
         core = self._core
-        self._loop.ask(lambda: core.subscribe(callback))
+        self._loop.run_sync(lambda: core.subscribe(callback))
 
         def unsubscribe() -> None:
             if self._loop.alive:
@@ -250,7 +270,7 @@ class Workbench(Configurable):
     def subscriber_count(self) -> int:
         """How many subscribers are registered (for leak checks)."""
         core = self._core
-        return self._loop.ask(lambda: core.subscriber_count)
+        return self._loop.run_sync(lambda: core.subscriber_count)
 
     # ---- toolboxes ------------------------------------------------------------------
     def toolboxes(self) -> ToolboxList:
@@ -286,7 +306,7 @@ class Workbench(Configurable):
         follow, the old one ends. Notebook servers stay across `load_config`.
         """
         toolbox, name = self._new_server_target(target)
-        from workbench_magic.config.models import ServerConfig, with_server
+        from workbench_magic.config.models import ServerConfig
         from workbench_magic.engine.inprocess import is_server
 
         if not (is_server(server) or callable(server)):
@@ -295,11 +315,9 @@ class Workbench(Configurable):
             )
         label = "".join(c if c.isalnum() else "_" for c in name)
         config = ServerConfig(python=f"__main__:{label if not label[0].isdigit() else '_' + label}")
-        self._added[(toolbox, name)] = config
-        self.settings  # noqa: B018  # loaded before it is extended
-        assert self._settings is not None
-        self._settings = with_server(self._settings, toolbox, name, config)
-        self._run(self._core.add_server(toolbox, name, server, self.settings))
+        loaded = self._loaded if self._loaded is not None else self._load(self._source)
+        settings = self._use(loaded, {**self._added, (toolbox, name): config})  # a bad name changes nothing
+        self._run(self._core.add_server(toolbox, name, server, settings))
         return OpenedToolbox(self, toolbox)
 
     @staticmethod
@@ -318,14 +336,14 @@ class Workbench(Configurable):
         state = self._core.state.get(name)
         if state is None:
             self.settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
-            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+            raise toolbox_not_open(name)
         return state
 
     def opened(self, name: str) -> OpenedToolbox[Workbench]:
         """The view of an already opened toolbox."""
         if not self.is_open(name):
             self.toolbox_state(name)
-            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+            raise toolbox_not_open(name)
         return OpenedToolbox(self, name)
 
     def close(self, name: str) -> None:
@@ -361,7 +379,7 @@ class Workbench(Configurable):
             raise NotFoundError("Name a server: toolbox/server")
         self.toolbox_state(toolbox)
         core = self._core
-        return self._loop.ask(lambda: core.logs(toolbox, server))
+        return self._loop.run_sync(lambda: core.logs(toolbox, server))
 
     def status(self) -> dict[str, dict[str, ServerStatus]]:
         """Status of every server of every registered toolbox."""
@@ -371,29 +389,15 @@ class Workbench(Configurable):
     def history(self) -> History:
         """Every call of the session, oldest first (at most `history_limit`); a copy."""
         core = self._core
-        return History(self._loop.ask(core.history) if self._loop.alive else core.history())
+        return History(self._loop.run_sync(core.history) if self._loop.alive else core.history())
 
     # ---- lookups --------------------------------------------------------------------
     def tool(self, identifier: Any) -> ToolInfo:
-        """The `ToolInfo` of a tool of an open toolbox."""
-        from workbench_magic.vocabulary.errors import ServerNotFoundError, ToolNotFoundError
-
-        ident = parse_identifier(identifier)
-        state = self._core.state.get(ident.toolbox)
-        if state is None or not state.open:
-            self.opened(ident.toolbox)
-        assert state is not None
-        if ident.server not in state.servers:
-            raise ServerNotFoundError(f"Server '{ident.server}' not found in toolbox '{ident.toolbox}'")
-        for tool in state.tools.get(ident.server, ()):
-            if tool.name == ident.name:
-                return tool
-        raise ToolNotFoundError(f"Tool '{ident.name}' not found in server '{ident.server}' (toolbox '{ident.toolbox}')")
+        """The `ToolInfo` of a tool of an open toolbox (the core's one lookup, `Core.tool`)."""
+        return self._core.tool(parse_identifier(identifier), self.settings)
 
     def tools(self, target: str | None = None) -> ToolList:
         """Tools of every open toolbox, of one toolbox (`dev`) or of one server (`dev/server`)."""
-        from workbench_magic.vocabulary.errors import ServerNotFoundError
-
         toolbox, server = parse_target(target)
         if toolbox is not None and not self.is_open(toolbox):
             self.open(toolbox)
@@ -404,7 +408,7 @@ class Workbench(Configurable):
         if server is None:
             return ToolList(state.all_tools())
         if server not in state.servers:
-            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+            raise server_not_found(server, toolbox)
         return ToolList(state.tools.get(server, ()))
 
     def search(self, query: str, target: str | None = None) -> ToolList:
@@ -591,8 +595,8 @@ class Workbench(Configurable):
         """Record every tool call, resource read and prompt get to a new cassette at `path` (JSON,
         secrets masked) until `record(None)`, or to the end of `with wb.record(path):`."""
         tape = self._tape
-        self._loop.ask(lambda: tape.start_recording(path))
-        return Recording(lambda: self._loop.ask(lambda: tape.start_recording(None)), path)
+        self._loop.run_sync(lambda: tape.start_recording(path))
+        return Recording(lambda: self._loop.run_sync(lambda: tape.start_recording(None)), path)
 
     def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
         """Answer the toolboxes recorded in the cassette at `path` from it: no server starts (open
@@ -602,7 +606,7 @@ class Workbench(Configurable):
 
         replay = Replay(Cassette.load(path), mode)
         tape = self._tape
-        self._loop.ask(lambda: tape.add_replay(replay))
+        self._loop.run_sync(lambda: tape.add_replay(replay))
         for name in replay.cassette.toolboxes():
             if name in self._core.state:
                 self.close(name)

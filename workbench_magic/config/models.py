@@ -36,7 +36,7 @@ from pydantic import (
 
 from workbench_magic.config.auth import AuthConfig, parse_auth
 from workbench_magic.config.messages import BrokenRule, json_type, run_validation
-from workbench_magic.vocabulary.errors import ServerNotFoundError, ToolboxNotFoundError
+from workbench_magic.vocabulary.errors import server_not_found, toolbox_not_found
 
 __all__ = [
     "DICT_SOURCE",
@@ -395,15 +395,14 @@ class WorkbenchConfig(_ConfigModel):
         try:
             return self.toolboxes[name]
         except KeyError:
-            available = ", ".join(sorted(self.toolboxes)) or "(none)"
-            raise ToolboxNotFoundError(f"Toolbox '{name}' not found. Available toolboxes: {available}") from None
+            raise toolbox_not_found(name, self.toolboxes) from None
 
     def server(self, toolbox: str, server: str) -> ServerConfig:
         """One server's config; `ToolboxNotFoundError` or `ServerNotFoundError` if missing."""
         try:
             return self.toolbox(toolbox).mcp_servers[server]
         except KeyError:
-            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'") from None
+            raise server_not_found(server, toolbox) from None
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -416,7 +415,9 @@ def with_server(config: WorkbenchConfig, toolbox: str, name: str, server: Server
 
     Names follow the file's rules; `ConfigError` if they do not.
     """
-    boxes = {n: (b.description, dict(b.mcp_servers)) for n, b in config.toolboxes.items()}
-    boxes.setdefault(toolbox, ("", {}))[1][name] = server
-    data = {n: {"description": d, "mcpServers": servers} for n, (d, servers) in boxes.items()}
+    data: dict[str, dict[str, Any]] = {
+        n: {"description": b.description, "mcpServers": dict(b.mcp_servers), "replay": b.replay}
+        for n, b in config.toolboxes.items()
+    }
+    data.setdefault(toolbox, {"description": "", "mcpServers": {}})["mcpServers"][name] = server
     return WorkbenchConfig.model_validate({"toolboxes": data, "source": config.source})

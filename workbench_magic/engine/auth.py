@@ -304,7 +304,7 @@ async def _ask_paste(where: str) -> dict[str, str]:
     if channel is None:
         raise WorkbenchError(f"Authorization of {where} needs the redirected URL pasted, and nobody can paste here")
     prompt = f"{where}: after authorizing, paste the URL your browser was sent to: "
-    text = await asyncio.wrap_future(channel.ask(lambda: input(prompt)))
+    text = await asyncio.wrap_future(channel.submit(lambda: input(prompt)))
     return _parse_pasted(str(text))
 
 

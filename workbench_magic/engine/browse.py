@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.runtime import Channel
 from workbench_magic.vocabulary.errors import NotFoundError, WorkbenchError
-from workbench_magic.vocabulary.results import PromptInfo, ResourceInfo, ResourceResult
+from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
+from workbench_magic.vocabulary.results import ResourceResult
 
 if TYPE_CHECKING:
     from workbench_magic.engine.connection import Connection

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.vocabulary.errors import WorkbenchError
+from workbench_magic.vocabulary.listings import ToolInfo
 from workbench_magic.vocabulary.masking import mask_value
-from workbench_magic.vocabulary.results import ToolInfo
 
 if TYPE_CHECKING:
     from workbench_magic.engine.connection import Connection

@@ -199,13 +199,13 @@ def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> Upstr
 class ClientSide:
     """Answers what servers ask of the client (loop thread). One per `Workbench` core.
 
-    `handlers()` gives the current handlers (the workbench's immutable options), `record`
+    `handlers()` gives the current handlers (the workbench's immutable options), `remember`
     keeps each request in the history.
     """
 
-    def __init__(self, handlers: Callable[[], Any], record: Callable[[Request], None]) -> None:
+    def __init__(self, handlers: Callable[[], Any], remember: Callable[[Request], None]) -> None:
         self._handlers = handlers
-        self._record = record
+        self._remember = remember
         self.roots: dict[tuple[str, str], tuple[str, ...]] = {}
         self.roots_source: RootsSource | None = None
         """Where roots come from outside a call (serve's stdio client), if anywhere but `wb.roots`."""
@@ -269,7 +269,7 @@ class ClientSide:
                 raise WorkbenchError("nobody can answer a sampling request here")
             where = f"{conn.toolbox}/{conn.name}"
             async with conn.waiting_on_the_person():
-                future = channel.ask(lambda: asker.sample(where, text_of_messages(messages), params.system_prompt))
+                future = channel.submit(lambda: asker.sample(where, text_of_messages(messages), params.system_prompt))
                 reply = await asyncio.wrap_future(future)
             if reply is None:
                 raise WorkbenchError("the person declined to answer")
@@ -324,9 +324,9 @@ class ClientSide:
         where = f"{conn.toolbox}/{conn.name}"
         async with conn.waiting_on_the_person():
             if url:
-                future = channel.ask(lambda: asker.url(where, message, url))
+                future = channel.submit(lambda: asker.url(where, message, url))
             else:
-                future = channel.ask(lambda: asker.form(where, message, schema))
+                future = channel.submit(lambda: asker.form(where, message, schema))
             return await asyncio.wrap_future(future)
 
     # -- roots
@@ -401,7 +401,7 @@ class ClientSide:
         self, conn: Connection, kind: str, asked: Any, answered: Any, started: float, t0: float, *, ok: bool = True
     ) -> None:
         secrets = conn.secrets
-        self._record(
+        self._remember(
             Request(
                 kind=kind,
                 toolbox=conn.toolbox,

@@ -25,9 +25,15 @@ from workbench_magic.engine.runtime import Channel, current_channel, opening_cha
 from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
 from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, make_transport, sdk_deprecations
-from workbench_magic.vocabulary.errors import ConnectError, WorkbenchError, describe_exception, leaf_exception
+from workbench_magic.vocabulary.errors import (
+    ConnectError,
+    WorkbenchError,
+    connect_text,
+    describe_exception,
+    leaf_exception,
+)
+from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo
 from workbench_magic.vocabulary.masking import mask
-from workbench_magic.vocabulary.results import ServerStatus, ToolInfo
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -151,7 +157,7 @@ class Connection:
         )
 
     def failure_message(self, reason: str) -> str:
-        return mask(f"Failed to connect to server '{self.name}' in toolbox '{self.toolbox}': {reason}", self.secrets)
+        return mask(f"{connect_text(self.name, self.toolbox)}: {reason}", self.secrets)
 
     def logs(self) -> str:
         """Everything the server wrote to stderr and sent as log messages, secrets masked."""

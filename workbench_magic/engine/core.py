@@ -3,7 +3,7 @@
 Everything here runs on the workbench loop thread, which owns every mutable thing: the
 registry of opened toolboxes, their connections and the call history. Other threads read
 `Core.state`, an immutable snapshot that is replaced (never changed) after every change, or
-ask the loop (`LoopThread.ask`). Subscribers hear of changes as events, on the loop thread.
+ask the loop (`LoopThread.run_sync`). Subscribers hear of changes as events, on the loop thread.
 """
 
 from __future__ import annotations
@@ -22,16 +22,27 @@ from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Re
 from workbench_magic.engine.connection import Connection
 from workbench_magic.engine.runtime import current_channel
 from workbench_magic.vocabulary.errors import (
-    ConnectError,
-    NotFoundError,
-    ServerNotFoundError,
     TaskRequiredError,
-    ToolNotFoundError,
     WorkbenchError,
+    connect_text,
     describe_exception,
+    open_failed,
+    server_not_found,
+    tool_not_found,
+    toolbox_not_open,
 )
+from workbench_magic.vocabulary.events import (
+    Event,
+    PromptsChanged,
+    ResourcesChanged,
+    StatusChanged,
+    Subscriber,
+    ToolboxClosed,
+    ToolsChanged,
+)
+from workbench_magic.vocabulary.listings import CallRecord, ServerStatus, ToolInfo
 from workbench_magic.vocabulary.masking import mask, mask_value
-from workbench_magic.vocabulary.results import CallRecord, ServerStatus, ToolInfo, ToolResult
+from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
@@ -75,49 +86,6 @@ class Options:
     render_apps: bool = True
 
 
-@dataclass(frozen=True)
-class ToolsChanged:
-    """A server's tool list changed and was fetched again."""
-
-    toolbox: str
-    server: str
-
-
-@dataclass(frozen=True)
-class ResourcesChanged:
-    """A server's resource list changed (`wb.resources` lists it afresh: lists are never cached)."""
-
-    toolbox: str
-    server: str
-
-
-@dataclass(frozen=True)
-class PromptsChanged:
-    """A server's prompt list changed (`wb.prompts` lists it afresh: lists are never cached)."""
-
-    toolbox: str
-    server: str
-
-
-@dataclass(frozen=True)
-class StatusChanged:
-    """A server of a toolbox changed status (connecting, connected, failed, ...)."""
-
-    toolbox: str
-    server: str
-
-
-@dataclass(frozen=True)
-class ToolboxClosed:
-    """A toolbox was closed: its connections ended."""
-
-    toolbox: str
-
-
-Event = ToolsChanged | ResourcesChanged | PromptsChanged | StatusChanged | ToolboxClosed
-Subscriber = Callable[[Event], None]
-
-
 @dataclass(eq=False)
 class _Box:
     name: str
@@ -135,16 +103,17 @@ def _strip(message: str, prefix: str) -> str:
 class Core:
     """Registry, lifecycles, lookups, calls and history of one `Workbench` (loop thread only)."""
 
-    def __init__(self, options: Options) -> None:
+    def __init__(self, options: Options, *, connection_factory: Callable[..., Connection] = Connection) -> None:
         self.options = options
         self.state: Mapping[str, BoxState] = MappingProxyType({})
         self._boxes: dict[str, _Box] = {}
         self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
         self._subscribers: tuple[Subscriber, ...] = ()
-        self._live: dict[tuple[str, str], Any] = {}  # server objects added from the notebook
-        self.client_side = ClientSide(lambda: self.options, self._record_request)
-        self.connection_factory: Callable[..., Connection] = Connection
-        """Makes each server's connection (the workbench sets its record/replay `Tape.connection`)."""
+        self._live: dict[tuple[str, str], Any] = {}
+        """The server objects added from the notebook (`add_server`; their config is in `settings`)."""
+        self.client_side = ClientSide(lambda: self.options, self._remember_request)
+        self.connection_factory = connection_factory
+        """Makes each server's connection (the workbench's is its record/replay `Tape.connection`)."""
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
     def set_options(self, options: Options) -> None:
@@ -270,8 +239,7 @@ class Core:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
                 raise result
         if not box.open:
-            reasons = "; ".join(f"server '{c.name}': {self._reason(c, r)}" for c, r in zip(conns, results, strict=True))
-            raise ConnectError(f"Failed to open toolbox '{name}': no server connected ({reasons})")
+            raise open_failed(name, ((c.name, self._reason(c, r)) for c, r in zip(conns, results, strict=True)))
         assert box.state is not None
         return box.state
 
@@ -324,7 +292,7 @@ class Core:
         text = str(result) if isinstance(result, Exception) else conn.error or conn.status
         if not isinstance(result, WorkbenchError) and isinstance(result, Exception):
             text = describe_exception(result)
-        return _strip(text, f"Failed to connect to server '{conn.name}' in toolbox '{conn.toolbox}': ")
+        return _strip(text, f"{connect_text(conn.name, conn.toolbox)}: ")
 
     async def close(self, names: Iterable[str], settings: WorkbenchConfig) -> None:
         """Close toolboxes: every connection ends, every child process exits."""
@@ -370,14 +338,14 @@ class Core:
         box = self._boxes.get(name)
         if box is None or not box.open:
             settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
-            raise NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+            raise toolbox_not_open(name)
         return box
 
     def connection(self, toolbox: str, server: str) -> Connection:
         box = self._boxes.get(toolbox)
         conn = box.connections.get(server) if box is not None else None
         if conn is None:
-            raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+            raise server_not_found(server, toolbox)
         return conn
 
     async def connection_opening(self, toolbox: str, server: str, settings: WorkbenchConfig) -> Connection:
@@ -386,7 +354,7 @@ class Core:
         if box is None or not box.open:
             cfg = settings.toolbox(toolbox)
             if server not in cfg.mcp_servers:
-                raise ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+                raise server_not_found(server, toolbox)
             await self.open(toolbox, settings, force=False)
         return self.connection(toolbox, server)
 
@@ -401,12 +369,23 @@ class Core:
             await self.open(toolbox, settings, force=False)
         return list(self.box(toolbox, settings).connections.values())
 
-    @staticmethod
-    def tool_of(conn: Connection, ident: ToolIdentifier) -> ToolInfo:
-        for tool in conn.tools:
+    def tool(self, ident: ToolIdentifier, settings: WorkbenchConfig) -> ToolInfo:
+        """The `ToolInfo` of a tool of an open toolbox: the one lookup of a tool (any thread).
+
+        It reads the snapshot (`state`), which the loop republishes whenever a connection
+        changes: after a (re)connect, a replayed server's start, or a fetched-again tool list.
+        """
+        state = self.state.get(ident.toolbox)
+        if state is None or not state.open:
+            if state is None:  # not registered: is it configured? ("Toolbox 'x' not found. Available ...")
+                settings.toolbox(ident.toolbox)
+            raise toolbox_not_open(ident.toolbox)
+        if ident.server not in state.servers:
+            raise server_not_found(ident.server, ident.toolbox)
+        for tool in state.tools.get(ident.server, ()):
             if tool.name == ident.name:
                 return tool
-        raise ToolNotFoundError(f"Tool '{ident.name}' not found in server '{ident.server}' (toolbox '{ident.toolbox}')")
+        raise tool_not_found(ident.name, ident.server, ident.toolbox)
 
     def logs(self, toolbox: str, server: str) -> str:
         return self.connection(toolbox, server).logs()
@@ -423,8 +402,8 @@ class Core:
     ) -> ToolResult:
         """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one."""
         conn = await self.connection_opening(ident.toolbox, ident.server, settings)
-        await conn.ensure_connected()
-        tool = self.tool_of(conn, ident)
+        await conn.ensure_connected()  # connected: the snapshot holds its tools (see `tool`)
+        tool = self.tool(ident, settings)
         if tool.task_support == "required":
             raise TaskRequiredError(
                 f"Tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}') must run as a task "
@@ -439,7 +418,7 @@ class Core:
         try:
             raw = await conn.call_tool(ident.name, args, timeout=limit, progress=_to_caller(progress))
         except asyncio.CancelledError:
-            self._record(ident, args, started, t0, False, "cancelled", conn.secrets)
+            self._remember_call(ident, args, started, t0, False, "cancelled", conn.secrets)
             raise
         except Exception as exc:  # live connections map their own failures; this holds for any other
             error, lost = failure(
@@ -451,7 +430,7 @@ class Core:
         if error is not None:
             if secrets:
                 error.args = (mask(str(error), secrets),)
-            self._record(ident, args, started, t0, False, str(error), secrets)
+            self._remember_call(ident, args, started, t0, False, str(error), secrets)
             raise error
         elapsed = time.perf_counter() - t0
         replayed = conn.replayed_last
@@ -459,14 +438,14 @@ class Core:
             identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
         )
         failed = result.error_message() if result.is_error else None
-        self._record(ident, args, started, t0, not result.is_error, failed, secrets)
+        self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets)
         return result
 
-    def record(self, record: CallRecord) -> None:
+    def remember(self, record: CallRecord) -> None:
         """Add an exchange made outside `call` to the history (an MCP App view's, kind `app`)."""
         self._history.append(record)
 
-    def _record_request(self, request: Request) -> None:
+    def _remember_request(self, request: Request) -> None:
         from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
         ident = ToolIdentifier(toolbox=request.toolbox, server=request.server, name=request.kind)
@@ -478,7 +457,7 @@ class Core:
             )
         )
 
-    def _record(
+    def _remember_call(
         self,
         ident: ToolIdentifier,
         args: dict[str, Any],

@@ -1,8 +1,8 @@
 """The loop thread: one daemon thread runs one asyncio event loop for every connection.
 
 Other threads never touch what lives on the loop. They hand it coroutines (`run`, `arun`,
-`spawn`) or plain functions (`ask`) and wait; what the loop must show or ask the person while a
-call runs travels back on a `Channel` to the thread that made the call:
+`spawn`) or plain functions (`run_sync`) and wait; what the loop must show or ask the person
+while a call runs travels back on a `Channel` (`post`, `submit`) to the thread that made it:
 
 - a sync call's thread pumps its `QueueChannel` while it waits (`LoopThread.run`);
 - `acall` gives a `LoopChannel` of the caller's event loop;
@@ -77,7 +77,7 @@ class Channel:
     def post(self, fn: Callable[[], object]) -> None:
         raise NotImplementedError
 
-    def ask(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
         """Run `fn` on the channel's thread; the future holds what it returned (or raised). When
         `fn` returns a future (a widget answers on a click), its outcome is passed on."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -300,7 +300,7 @@ class LoopThread:
             self.loop.call_soon_threadsafe(call._start, coro, _context_with(channel))
         return call
 
-    def ask(self, fn: Callable[[], T]) -> T:
+    def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a plain function on the loop thread and return its result (a snapshot, say)."""
         if self.in_loop():
             return fn()

@@ -13,8 +13,8 @@ import types
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from workbench_magic.vocabulary.errors import ArgumentError
-from workbench_magic.vocabulary.results import ToolInfo
+from workbench_magic.vocabulary.errors import invalid_arguments
+from workbench_magic.vocabulary.listings import ToolInfo
 
 logger = logging.getLogger("workbench_magic")
 
@@ -189,9 +189,8 @@ def _field(path: Any) -> str:
 def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     """Raise `ArgumentError` naming the field when `arguments` do not fit `tool.input_schema`."""
     if not isinstance(arguments, dict):
-        raise ArgumentError(
-            f"Invalid arguments for tool '{tool.name}': expected a mapping of argument names to values, "
-            f"got {type(arguments).__name__}"
+        raise invalid_arguments(
+            tool.name, f"expected a mapping of argument names to values, got {type(arguments).__name__}"
         )
     validator = _validator(tool.input_schema)
     if validator is None:
@@ -203,10 +202,8 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     if error is None and fits is None:
         return
     if error is None:  # jsonschema-rs and jsonschema disagree: say what jsonschema-rs saw
-        raise ArgumentError(
-            f"Invalid arguments for tool '{tool.name}' in server '{tool.server}' (toolbox '{tool.toolbox}'): "
-            f"{next(iter(validator.iter_errors(arguments))).message}"
-        )
+        seen = next(iter(validator.iter_errors(arguments))).message
+        raise invalid_arguments(tool.name, seen, server=tool.server, toolbox=tool.toolbox)
     where = _field(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, dict):
         missing = [r for r in error.validator_value if r not in error.instance]
@@ -221,9 +218,7 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
         detail = f"argument '{where}': {error.message}" if where else error.message
     if len(detail) > 300:
         detail = detail[:297] + "..."
-    raise ArgumentError(
-        f"Invalid arguments for tool '{tool.name}' in server '{tool.server}' (toolbox '{tool.toolbox}'): {detail}"
-    )
+    raise invalid_arguments(tool.name, detail, server=tool.server, toolbox=tool.toolbox)
 
 
 def resolve(spec: Any, root: dict[str, Any]) -> dict[str, Any]:

@@ -5,15 +5,18 @@ get (and the resource and prompt lists) to the recorder while one records. `Repl
 starts no server: its status, tool list, calls, reads and prompts come from a cassette; in
 `auto` mode what the cassette lacks goes to a live connection it starts on first need.
 
-`Tape` belongs to the workbench loop (recorder, cursors); other threads read only
-`Tape.replays`, a tuple replaced whole.
+`Tape` belongs to the workbench loop: the recorder, the replays (with their cursors) and the
+config the workbench works from change only there (`LoopThread.run_sync`); other threads read only
+`Tape.config`, `Tape.replays`, `Tape.config_replays` and `Tape.recorded`, values replaced whole.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.cassette import Cassette, CassetteError, Recorder, Replay, tool_info
@@ -29,15 +32,19 @@ REPLAY_TRANSPORT = "replay"
 
 
 class Tape:
-    """The recorder and the replays of one workbench."""
+    """The recorder and the replays of one workbench, and the config it works from (loop thread)."""
 
     def __init__(self) -> None:
         self.recorder: Recorder | None = None
         self.recorded: tuple[Path, ...] = ()
         self.replays: tuple[Replay, ...] = ()
-        self.config_replays: dict[str, Replay] = {}
+        """The cassettes of `Workbench.replay()`, newest first."""
+        self.config_replays: Mapping[str, Replay] = MappingProxyType({})
         """toolbox -> the replay of its config's `"replay": "PATH"` (kept while the path is the same)."""
-        self._merged: tuple[WorkbenchConfig, tuple[Replay, ...], WorkbenchConfig] | None = None
+        self.config: WorkbenchConfig | None = None
+        """The workbench's config plus the toolboxes and servers only the cassettes know (replayed
+        ones need no config); None until the workbench gives one (`use_config`)."""
+        self._given: WorkbenchConfig | None = None
 
     # ---- recording (loop thread) -------------------------------------------------------
     def start_recording(self, path: str | os.PathLike[str] | None) -> None:
@@ -59,6 +66,26 @@ class Tape:
     def add_replay(self, replay: Replay) -> None:
         """Answer from this cassette too (toolboxes opened from now on; the latest wins)."""
         self.replays = (replay, *self.replays)
+        if self._given is not None:
+            self.config = _merge(self._given, (*self.config_replays.values(), *self.replays))
+
+    def use_config(self, config: WorkbenchConfig, read: Mapping[str, Replay] | None = None) -> WorkbenchConfig:
+        """Work from `config` from now on; returns it with what the cassettes add (`config`).
+
+        Its toolboxes' `"replay": "PATH"` cassettes are replayed: a replay already in use is kept
+        while its path stays (with its cursors); `read` holds the ones the caller read for it
+        (`read_config_replays`), so the loop reads no file unless the config changed meanwhile.
+        """
+        current, read = self.config_replays, read or {}
+        self.config_replays = MappingProxyType(
+            {
+                name: _same(current.get(name), path) or _same(read.get(name), path) or _config_replay(name, path)
+                for name, path in config_replay_paths(config).items()
+            }
+        )
+        self._given = config
+        self.config = _merge(config, (*self.config_replays.values(), *self.replays))
+        return self.config
 
     def replay_for(self, toolbox: str) -> Replay | None:
         chosen = self.config_replays.get(toolbox)
@@ -73,58 +100,48 @@ class Tape:
             return ReplayConnection(self, replay, toolbox, server, config, **options)
         return TapedConnection(self, toolbox, server, config, **options)
 
-    def with_cassettes(self, settings: WorkbenchConfig) -> WorkbenchConfig:
-        """The config plus the toolboxes and servers only the cassettes know (replayed ones need
-        no config); loads the cassettes of toolboxes with `"replay": "PATH"`."""
-        self._config_replays(settings)
-        replays = (*self.config_replays.values(), *self.replays)
-        if not replays:
-            return settings
-        cached = self._merged
-        if cached is not None and cached[0] is settings and cached[1] == replays:
-            return cached[2]
-        merged = self._merge(settings, replays)
-        self._merged = (settings, replays, merged)
-        return merged
 
-    @staticmethod
-    def _merge(settings: WorkbenchConfig, replays: tuple[Replay, ...]) -> WorkbenchConfig:
-        from workbench_magic.config.models import ServerConfig, ToolboxConfig
+def _merge(settings: WorkbenchConfig, replays: tuple[Replay, ...]) -> WorkbenchConfig:
+    """The config plus the toolboxes and servers only the cassettes know (a placeholder config each)."""
+    from workbench_magic.config.models import ServerConfig, ToolboxConfig
 
-        toolboxes = dict(settings.toolboxes)
-        changed = False
-        for replay in replays:
-            for name, servers in replay.cassette.toolboxes().items():
-                if replay.toolboxes is not None and name not in replay.toolboxes:
-                    continue
-                box = toolboxes.get(name)
-                known = box.mcp_servers if box is not None else {}
-                missing = [s for s in servers if s not in known]
-                if not missing:
-                    continue
-                placeholder = {s: ServerConfig.model_validate({"command": REPLAY_TRANSPORT}) for s in missing}
-                description = box.description if box is not None else f"replayed from {replay.cassette.shown_path}"
-                toolboxes[name] = ToolboxConfig.model_validate(
-                    {"description": description, "mcpServers": {**known, **placeholder}}
-                )
-                changed = True
-        return settings.model_copy(update={"toolboxes": toolboxes}) if changed else settings
+    toolboxes = dict(settings.toolboxes)
+    changed = False
+    for replay in replays:
+        for name, servers in replay.cassette.toolboxes().items():
+            if replay.toolboxes is not None and name not in replay.toolboxes:
+                continue
+            box = toolboxes.get(name)
+            known = box.mcp_servers if box is not None else {}
+            missing = [s for s in servers if s not in known]
+            if not missing:
+                continue
+            placeholder = {s: ServerConfig.model_validate({"command": REPLAY_TRANSPORT}) for s in missing}
+            description = box.description if box is not None else f"replayed from {replay.cassette.shown_path}"
+            toolboxes[name] = ToolboxConfig.model_validate(
+                {"description": description, "mcpServers": {**known, **placeholder}}
+            )
+            changed = True
+    return settings.model_copy(update={"toolboxes": toolboxes}) if changed else settings
 
-    def _config_replays(self, settings: WorkbenchConfig) -> None:
-        wanted: dict[str, Path] = {}
-        for name, box in settings.toolboxes.items():
-            path = getattr(box, "replay", None)
-            if path:
-                wanted[name] = _beside_config(path, settings.source)
-        current = self.config_replays
-        if {n: r.cassette.path for n, r in current.items()} == wanted:
-            return
-        self.config_replays = {
-            name: current[name]
-            if name in current and current[name].cassette.path == path
-            else _config_replay(name, path)
-            for name, path in wanted.items()
-        }
+
+def config_replay_paths(config: WorkbenchConfig) -> dict[str, Path]:
+    """toolbox -> the cassette of its `"replay": "PATH"` (relative to the config file)."""
+    return {name: _beside_config(box.replay, config.source) for name, box in config.toolboxes.items() if box.replay}
+
+
+def read_config_replays(config: WorkbenchConfig, have: Mapping[str, Replay]) -> dict[str, Replay]:
+    """The replays of the config's `"replay": "PATH"`s that `have` (`Tape.config_replays`) lacks,
+    read now: any thread may call this (it changes nothing), so a caller reads the files, not the loop."""
+    return {
+        name: _config_replay(name, path)
+        for name, path in config_replay_paths(config).items()
+        if _same(have.get(name), path) is None
+    }
+
+
+def _same(replay: Replay | None, path: Path) -> Replay | None:
+    return replay if replay is not None and replay.cassette.path == path else None
 
 
 def _config_replay(name: str, path: Path) -> Replay:

@@ -19,7 +19,7 @@ from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.api.workbench import Workbench
-    from workbench_magic.vocabulary.results import CallRecord
+    from workbench_magic.vocabulary.listings import CallRecord
 
 
 def _cell(kind: str, source: str) -> dict[str, Any]:

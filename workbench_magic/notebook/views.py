@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo, status_table_html
 from workbench_magic.vocabulary.masking import mask
-from workbench_magic.vocabulary.results import ServerStatus, ToolInfo, status_table_html
 
 if TYPE_CHECKING:
     from workbench_magic.api.workbench import Workbench

@@ -281,12 +281,12 @@ class ClientRoots:
         session, loop = self._session, self._loop
         if session is None or loop is None:
             return self._last
-        ask = session.send_request(
+        request = session.send_request(
             types.ListRootsRequest(), types.ListRootsResult, request_read_timeout_seconds=ROOTS_TIMEOUT
         )
         if loop is asyncio.get_running_loop():
-            return await ask  # type: ignore[no-any-return]
-        future = asyncio.run_coroutine_threadsafe(ask, loop)
+            return await request  # type: ignore[no-any-return]
+        future = asyncio.run_coroutine_threadsafe(request, loop)
         try:
             return await asyncio.wrap_future(future)  # type: ignore[no-any-return]
         except asyncio.CancelledError:

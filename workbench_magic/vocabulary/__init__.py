@@ -1,1 +1,1 @@
-"""The words every layer uses: errors, identifiers, results, events, masking. Imports nothing of ours."""
+"""The words every layer uses: errors, identifiers, results, listings, events, masking. Imports nothing of ours."""

@@ -1,11 +1,15 @@
 """Exceptions of the public surface.
 
 Every error a user can cause is a `WorkbenchError` subclass with a short, one-line message
-(the texts of DESIGN.md). None of them carries an `ExceptionGroup` in its chain.
+(the texts of DESIGN.md). None of them carries an `ExceptionGroup` in its chain. Each text is
+built by one function here (`toolbox_not_found`, `server_not_found`, `tool_not_found`,
+`toolbox_not_open`, `invalid_identifier`, `connect_text`, `open_failed`, `invalid_arguments`,
+`request_text`), and every layer raises what they build.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NoReturn
 
 
@@ -156,3 +160,51 @@ class UrlElicitationRequired(RequestError):
 
 class TaskRequiredError(ToolError):
     """The tool must be run as a task (`execution.taskSupport: required`), which is not supported yet."""
+
+
+# ---- the one text of each user-facing error ---------------------------------------------------
+def toolbox_not_found(name: str, available: Iterable[str]) -> ToolboxNotFoundError:
+    """`Toolbox 'x' not found. Available toolboxes: a, b` (`(none)` when there is none)."""
+    shown = ", ".join(sorted(available)) or "(none)"
+    return ToolboxNotFoundError(f"Toolbox '{name}' not found. Available toolboxes: {shown}")
+
+
+def toolbox_not_open(name: str) -> NotFoundError:
+    """`Toolbox 'x' is not open. Open it with %workbench open x`."""
+    return NotFoundError(f"Toolbox '{name}' is not open. Open it with %workbench open {name}")
+
+
+def server_not_found(server: str, toolbox: str) -> ServerNotFoundError:
+    """`Server 's' not found in toolbox 't'`."""
+    return ServerNotFoundError(f"Server '{server}' not found in toolbox '{toolbox}'")
+
+
+def tool_not_found(name: str, server: str, toolbox: str) -> ToolNotFoundError:
+    """`Tool 'n' not found in server 's' (toolbox 't')`."""
+    return ToolNotFoundError(f"Tool '{name}' not found in server '{server}' (toolbox '{toolbox}')")
+
+
+def invalid_identifier(detail: str) -> InvalidIdentifierError:
+    """`Invalid tool identifier: toolbox cannot be empty` (and per field and problem)."""
+    return InvalidIdentifierError(f"Invalid tool identifier: {detail}")
+
+
+def connect_text(server: str, toolbox: str) -> str:
+    """The start of a failed connect's message, without the reason: `Failed to connect to server
+    's' in toolbox 't'`, followed by `: <reason>` (a connection masks its secrets in the whole)."""
+    return f"Failed to connect to server '{server}' in toolbox '{toolbox}'"
+
+
+def open_failed(toolbox: str, reasons: Iterable[tuple[str, str]]) -> ConnectError:
+    """`Failed to open toolbox 't': no server connected (server 'a': <reason>; server 'b': <reason>)`."""
+    shown = "; ".join(f"server '{server}': {reason}" for server, reason in reasons)
+    return ConnectError(f"Failed to open toolbox '{toolbox}': no server connected ({shown})")
+
+
+def invalid_arguments(
+    name: str, detail: str, *, server: str | None = None, toolbox: str | None = None
+) -> ArgumentError:
+    """`Invalid arguments for tool 'n' in server 's' (toolbox 't'): <detail>` (without the
+    server part when no server is named)."""
+    where = f" in server '{server}' (toolbox '{toolbox}')" if server is not None else ""
+    return ArgumentError(f"Invalid arguments for tool '{name}'{where}: {detail}")

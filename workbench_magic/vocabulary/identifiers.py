@@ -22,14 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from workbench_magic.vocabulary.errors import InvalidIdentifierError
+from workbench_magic.vocabulary.errors import InvalidIdentifierError, invalid_identifier
 
 __all__ = ["FIELDS", "ToolIdentifier", "parse_identifier", "parse_target", "tool_key"]
 
 #: The fields of an identifier, in order.
 FIELDS: tuple[str, str, str] = ("toolbox", "server", "name")
 
-_PREFIX = "Invalid tool identifier: "
 _EXPECTED = "(expected 'toolbox/server/tool' or 'toolbox__server__tool')"
 _MISSING: Any = object()
 
@@ -38,7 +37,7 @@ _SHOWN = 60
 
 
 def _fail(detail: str) -> InvalidIdentifierError:
-    return InvalidIdentifierError(_PREFIX + detail)
+    return invalid_identifier(detail)
 
 
 def _show(value: object) -> str:

@@ -10,15 +10,10 @@ import ipywidgets as widgets
 import pytest
 from pydantic import BaseModel, Field
 
-from workbench_magic.notebook.widgets.forms import (
-    UNSET,
-    ChoiceField,
-    FormError,
-    JsonField,
-    ListField,
-    ObjectField,
-    SchemaForm,
-)
+from workbench_magic.notebook.widgets.fields import UNSET, FormError
+from workbench_magic.notebook.widgets.forms import SchemaForm
+from workbench_magic.notebook.widgets.scalar_fields import ChoiceField
+from workbench_magic.notebook.widgets.structured_fields import JsonField, ListField, ObjectField
 from workbench_magic.vocabulary.errors import WorkbenchError
 
 

@@ -24,7 +24,7 @@ from workbench_magic.api.apps import MAX_HEIGHT, AppError
 
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppView
-    from workbench_magic.engine.core import Event
+    from workbench_magic.vocabulary.events import Event
 
 _ESM = r"""
 // What the kernel sends reaches a frame through its model's own listener (set in initialize):
@@ -201,8 +201,8 @@ def _on_close_of(frame: AppFrame, view: AppView) -> Any:
     """Tear the view down when its toolbox closes (events arrive on the loop; handled on this thread)."""
     import asyncio
 
-    from workbench_magic.engine.core import ToolboxClosed
     from workbench_magic.engine.runtime import LoopChannel
+    from workbench_magic.vocabulary.events import ToolboxClosed
 
     try:
         channel = LoopChannel(asyncio.get_running_loop())

@@ -13,7 +13,8 @@ from typing import Any
 
 import ipywidgets as w
 
-from workbench_magic.notebook.widgets.forms import FormError, SchemaForm, close_tree
+from workbench_magic.notebook.widgets.fields import FormError
+from workbench_magic.notebook.widgets.forms import SchemaForm, close_tree
 
 
 class ElicitationPanel:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import html
 import time
 import weakref
 from collections import OrderedDict
@@ -21,53 +20,30 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import ipywidgets as w
 
 from workbench_magic.api.workbench import OpenedToolbox, Workbench
-from workbench_magic.engine.core import PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed, ToolsChanged
 from workbench_magic.engine.runtime import Channel, LoopChannel, QueueChannel
 from workbench_magic.notebook.widgets.asking import ElicitationPanel, PanelAsker
-from workbench_magic.notebook.widgets.forms import FormError, SchemaForm, close_tree
+from workbench_magic.notebook.widgets.chooser import ToolChooser, badges, tool_label
+from workbench_magic.notebook.widgets.fields import FormError
+from workbench_magic.notebook.widgets.forms import SchemaForm, close_tree
 from workbench_magic.notebook.widgets.results import render_error, render_markdown, render_message, render_result
 from workbench_magic.vocabulary.errors import WorkbenchError
-from workbench_magic.vocabulary.results import ServerStatus, ToolInfo, status_table_html, tools_table_html
+from workbench_magic.vocabulary.events import (
+    PromptsChanged,
+    ResourcesChanged,
+    StatusChanged,
+    ToolboxClosed,
+    ToolsChanged,
+)
+from workbench_magic.vocabulary.listings import status_table_html, tools_table_html
+from workbench_magic.vocabulary.rendering import esc
 
 if TYPE_CHECKING:
-    from workbench_magic.engine.core import Event
-
-if TYPE_CHECKING:
+    from workbench_magic.vocabulary.events import Event
+    from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
 
 FORM_CACHE = 32
 """Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
-
-_BADGES = {
-    "readOnlyHint": "read-only",
-    "destructiveHint": "destructive",
-    "idempotentHint": "idempotent",
-    "openWorldHint": "open-world",
-}
-_STATUS_MARK = {"connected": "●", "failed": "✖", "closed": "○"}
-
-
-def _esc(value: object) -> str:
-    return html.escape(str(value))
-
-
-def badges(tool: ToolInfo) -> list[str]:
-    """Annotation badges of a tool (read-only, destructive, ...)."""
-    notes = tool.annotations or {}
-    marks = [label for key, label in _BADGES.items() if notes.get(key) is True]
-    return marks if tool.ui is None else [tool.ui.mark, *marks]
-
-
-def server_label(status: ServerStatus) -> str:
-    state = "reconnecting" if status.status in ("connecting", "disconnected") else status.status
-    mark = _STATUS_MARK.get(status.status, "◌")
-    detail = f" · {status.tool_count} tools · {status.protocol}" if status.connected else ""
-    return f"{mark} {status.name} — {state}{detail}"
-
-
-def tool_label(tool: ToolInfo) -> str:
-    marks = badges(tool)
-    return tool.name + (f"  [{', '.join(marks)}]" if marks else "")
 
 
 def _kernel_channel() -> Channel:
@@ -98,13 +74,11 @@ class Explorer:
         self.result: ToolResult | None = None
         self.cell: str | None = None
         self.form: SchemaForm | None = None
-        self.tool: ToolInfo | None = None
         self.closed = False
         self._forms: OrderedDict[str, SchemaForm] = OrderedDict()
         self._future: concurrent.futures.Future[ToolResult] | None = None
         self._last_call: tuple[ToolInfo, dict[str, Any]] | None = None
         self._settled = True
-        self._updating = False
         self._channel = _kernel_channel()
         self._log_timer: asyncio.TimerHandle | None = None
         self._build()
@@ -129,15 +103,19 @@ class Explorer:
             explorer.refresh()
         return explorer
 
+    @property
+    def tool(self) -> ToolInfo | None:
+        """The selected tool."""
+        return self.chooser.tool
+
     # ---- construction -----------------------------------------------------------------
     def _build(self) -> None:
-        auto = {"description_width": "auto"}
-        self.toolbox_select = w.Dropdown(description="toolbox", style=auto, layout=w.Layout(width="28%"))
-        # a Dropdown as wide as the explorer: server labels (status, tool count, protocol) stay whole
-        self.server_select = w.Dropdown(description="server", style=auto, layout=w.Layout(flex="1 1 auto"))
-        self.server_info = w.HTML(layout=w.Layout(width="100%"))
-        self.reconnect_button = w.Button(description="reconnect", icon="refresh", layout=w.Layout(width="auto"))
-        self.tool_select = w.Select(rows=14, layout=w.Layout(width="100%"))
+        self.chooser = ToolChooser(self.workbench, on_server=self._on_server, on_tool=self._on_tool)
+        self.toolbox_select = self.chooser.toolbox_select
+        self.server_select = self.chooser.server_select
+        self.server_info = self.chooser.server_info
+        self.reconnect_button = self.chooser.reconnect_button
+        self.tool_select = self.chooser.tool_select
         self.tool_info = w.HTML()
         # the description is Markdown (servers write `code` and lists in it), rendered by the front end
         self.tool_doc = w.Output(layout=w.Layout(max_height="14em", overflow="auto"))
@@ -152,10 +130,6 @@ class Explorer:
         self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="8em", display="none"))
         self.history_pane = w.HTML()
         for widget, css in (
-            (self.toolbox_select, "wb-toolbox-select"),
-            (self.server_select, "wb-server-select"),
-            (self.server_info, "wb-server-info"),
-            (self.tool_select, "wb-tool-select"),
             (self.tool_info, "wb-tool-info"),
             (self.tool_doc, "wb-tool-doc"),
             (self.call_button, "wb-call"),
@@ -169,7 +143,6 @@ class Explorer:
         ):
             widget.add_class(css)
 
-        top = w.HBox([self.toolbox_select, self.server_select, self.reconnect_button], layout=w.Layout(width="100%"))
         left = w.VBox([self.tool_select], layout=w.Layout(width="36%", padding="0 8px 0 0"))
         buttons = w.HBox([self.call_button, self.cancel_button, self.copy_button])
         right = w.VBox(
@@ -190,17 +163,14 @@ class Explorer:
             children=[w.HBox([left, right]), *(pane.widget for pane in self._panes.values()), self.history_pane]
         )
         self.tabs.titles = ("Tools", "Resources", "Prompts", "Logs", "History")
-        self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), top, self.server_info, self.tabs])
+        self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), self.chooser.header, self.server_info, self.tabs])
         self.widget.add_class("wb-explorer")
         self.tabs.observe(self._on_tab, names="selected_index")
 
-        self.toolbox_select.observe(self._on_toolbox, names="value")
-        self.server_select.observe(self._on_server, names="value")
-        self.tool_select.observe(self._on_tool, names="value")
         self.call_button.on_click(self._guard(lambda _: self.call()))
         self.cancel_button.on_click(self._guard(lambda _: self.cancel()))
         self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
-        self.reconnect_button.on_click(self._guard(lambda _: self._reconnect()))
+        self.reconnect_button.on_click(self._guard(lambda _: self.chooser.reconnect()))
 
     def _make_panes(self) -> dict[str, Any]:
         from workbench_magic.notebook.widgets.log_pane import LogPane
@@ -303,7 +273,7 @@ class Explorer:
                 self.refresh()
         elif isinstance(event, ToolsChanged | StatusChanged):
             if event.toolbox == self.toolbox_select.value:
-                self._on_toolbox()
+                self.chooser.update()
             elif self.workbench.is_open(event.toolbox) != (event.toolbox in self.toolbox_select.options):
                 self.refresh()
         elif isinstance(event, ResourcesChanged | PromptsChanged):
@@ -342,87 +312,16 @@ class Explorer:
         """Re-read toolboxes, servers and tools (keeps the current selection where it can)."""
         if self.closed:
             return
-        opened = [tb.name for tb in self.workbench.toolboxes() if tb.open]
-        keep = toolbox or self.toolbox_select.value
-        self._set_options(self.toolbox_select, opened, keep if keep in opened else (opened[0] if opened else None))
-        self._on_toolbox()
+        self.chooser.refresh(toolbox)
         self._render_history()
 
-    def _set_options(self, select: Any, options: list[Any], value: Any) -> None:
-        """Replace a selection's options and value without firing our observers in between
-        (ipywidgets selects the first option on every change of `options`)."""
-        self._updating = True
-        try:
-            if list(select.options) != options:
-                select.options = options
-            if select.value != value:
-                select.value = value
-        finally:
-            self._updating = False
-
-    def _on_toolbox(self, change: Any = None) -> None:
-        if self._updating:
-            return
-        name = self.toolbox_select.value
-        if not name or not self.workbench.is_open(name):
-            self._set_options(self.server_select, [], None)
-            self.server_info.value = "<i>No toolbox is open: %workbench open NAME</i>"
-            self._on_server()
-            return
-        servers = self.workbench.toolbox_state(name).servers
-        keep = self.server_select.value
-        value = keep if keep in servers else next(iter(servers), None)
-        self._set_options(self.server_select, [(server_label(st), s) for s, st in servers.items()], value)
-        self._on_server()
-
-    def _server_status(self) -> ServerStatus | None:
-        toolbox, server = self.toolbox_select.value, self.server_select.value
-        if not toolbox or not server or not self.workbench.is_open(toolbox):
-            return None
-        return self.workbench.toolbox_state(toolbox).servers.get(server)
-
-    def _server_tools(self, status: ServerStatus) -> tuple[ToolInfo, ...]:
-        if not status.connected or not self.workbench.is_open(status.toolbox):
-            return ()
-        return self.workbench.toolbox_state(status.toolbox).tools.get(status.name, ())
-
-    def _on_server(self, change: Any = None) -> None:
-        if self._updating:
-            return
-        status = self._server_status()
-        if status is None:
-            self._set_options(self.tool_select, [], None)
-            self._on_tool()
-            return
-        self.server_info.value = self._server_html(status)
+    def _on_server(self, status: ServerStatus) -> None:
+        """A server is shown: so is the open pane's view of it."""
         if self.tabs.selected_index:
             self._on_tab()
-        tools = self._server_tools(status)
-        keep = self.tool_select.value
-        names = [t.name for t in tools]
-        value = keep if keep in names else (names[0] if names else None)
-        self._set_options(self.tool_select, [(tool_label(t), t.name) for t in tools], value)
-        self._on_tool()
 
-    @staticmethod
-    def _server_html(status: ServerStatus) -> str:
-        if status.status == "failed":
-            return f"<div style='color:#b00020;white-space:pre-wrap'>{_esc(status.error)}</div>"
-        info = f" · {_esc(status.server_info)}" if status.server_info else ""
-        return (
-            f"<div>{_esc(status.status)} · {_esc(status.transport)} · protocol {_esc(status.protocol)}"
-            f" · {status.tool_count} tools{info}</div>"
-        )
-
-    def _on_tool(self, change: Any = None) -> None:
-        if self._updating:
-            return
-        status = self._server_status()
-        name = self.tool_select.value
-        tool = None
-        if status is not None and name:
-            tool = next((t for t in self._server_tools(status) if t.name == name), None)
-        self.tool = tool
+    def _on_tool(self, tool: ToolInfo | None) -> None:
+        """A tool is chosen: its description and form show (nothing for None)."""
         if tool is None:
             self.tool_info.value = ""
             render_markdown(self.tool_doc, "")
@@ -431,10 +330,10 @@ class Explorer:
             self.call_button.disabled = True
             return
         marks = "".join(
-            f"<span style='border:1px solid #888;border-radius:3px;padding:0 4px;margin-left:4px'>{_esc(b)}</span>"
+            f"<span style='border:1px solid #888;border-radius:3px;padding:0 4px;margin-left:4px'>{esc(b)}</span>"
             for b in badges(tool)
         )
-        self.tool_info.value = f"<div><b><code>{_esc(tool.path)}</code></b>{marks}</div>"
+        self.tool_info.value = f"<div><b><code>{esc(tool.path)}</code></b>{marks}</div>"
         render_markdown(self.tool_doc, (tool.description or "").strip())
         form = self._form_for(tool)
         if form is not self.form:
@@ -468,19 +367,7 @@ class Explorer:
         tool = self.workbench.tool(path)
         if tool.toolbox not in self.toolbox_select.options:
             self.refresh(tool.toolbox)
-        self.toolbox_select.value = tool.toolbox
-        self.server_select.value = tool.server
-        self.tool_select.value = tool.name
-        assert self.tool is not None
-        return self.tool
-
-    def _reconnect(self) -> None:
-        status = self._server_status()
-        if status is None:
-            return
-        self.server_info.value = "<i>reconnecting…</i>"
-        self.workbench.reconnect(f"{status.toolbox}/{status.name}")
-        self._on_toolbox()
+        return self.chooser.choose(tool)
 
     # ---- calling ------------------------------------------------------------------------
     def call(self) -> concurrent.futures.Future[ToolResult] | None:
@@ -630,7 +517,7 @@ class Explorer:
         """Static HTML, for nbconvert and frontends without widgets."""
         parts = ["<div class='wb-explorer-static'><b>MCP Workbench</b>"]
         for toolbox, servers in self.workbench.status().items():
-            parts.append(f"<h4>{_esc(toolbox)}</h4>{status_table_html(servers.values())}")
+            parts.append(f"<h4>{esc(toolbox)}</h4>{status_table_html(servers.values())}")
             parts.append(tools_table_html(self.workbench.tools(toolbox), self.workbench.display_limit))
         if len(parts) == 1:
             parts.append("<p><i>No toolbox is open.</i></p>")

@@ -18,32 +18,18 @@ import ipywidgets as widgets
 
 from workbench_magic.notebook.widgets.fields import (
     UNSET,
-    ChoiceField,
     Field,
     FieldContext,
     FormError,
-    JsonField,
-    ListField,
-    ObjectField,
     dumps,
     json_error,
     json_type,
-    make_field,
     normalize,
     values_of,
 )
+from workbench_magic.notebook.widgets.structured_fields import ObjectField, make_field
 
-__all__ = [
-    "UNSET",
-    "ChoiceField",
-    "Field",
-    "FormError",
-    "JsonField",
-    "ListField",
-    "ObjectField",
-    "SchemaForm",
-    "close_tree",
-]
+__all__ = ["SchemaForm", "close_tree"]
 
 
 # ---- the form ----------------------------------------------------------------------------

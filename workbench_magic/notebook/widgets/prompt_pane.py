@@ -28,7 +28,8 @@ from workbench_magic.vocabulary.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from workbench_magic.api.workbench import Workbench
-    from workbench_magic.vocabulary.results import PromptInfo, PromptResult
+    from workbench_magic.vocabulary.listings import PromptInfo
+    from workbench_magic.vocabulary.results import PromptResult
 
 _ROLE_COLORS = {"user": "#1565c0", "assistant": "#2e7d32"}
 

@@ -39,7 +39,8 @@ from workbench_magic.vocabulary.errors import WorkbenchError
 if TYPE_CHECKING:
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.engine.browse import ResourceWatch
-    from workbench_magic.vocabulary.results import ResourceInfo, ResourceResult
+    from workbench_magic.vocabulary.listings import ResourceInfo
+    from workbench_magic.vocabulary.results import ResourceResult
 
 __all__ = [
     "RED",

@@ -1,0 +1,178 @@
+"""Running `workbench-magic serve`: the process around a `WorkbenchServer` (server.py).
+
+`serve()` builds the workbench and the server, runs them on the workbench's loop thread until the
+wire ends (stdin EOF) or a signal comes, then closes every downstream server, side by side and
+hurried (`SERVE_STOP`), and ends the process. SIGTERM and Ctrl-C stay handled until then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import Any, Literal, NoReturn
+
+from workbench_magic.api.workbench import Workbench
+from workbench_magic.serve.forwarding import ClientRoots
+from workbench_magic.serve.server import SERVE_HISTORY_LIMIT, Mode, WorkbenchServer
+
+logger = logging.getLogger("workbench_magic.server")
+
+
+def _fast_loop() -> None:
+    """uvloop for the served process's loop where it is installed (`WORKBENCH_LOOP=asyncio` opts
+    out): every forwarded call passes the loop a dozen times, and uvloop's turns are cheaper."""
+    if os.environ.get("WORKBENCH_LOOP", "") == "asyncio":
+        return
+    try:
+        import uvloop
+    except ImportError:
+        return
+    from workbench_magic.engine.runtime import LoopThread
+
+    LoopThread.loop_factory = uvloop.new_event_loop
+
+
+def serve(
+    config: str | None = None,
+    *,
+    mode: Mode = "proxy",
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+) -> NoReturn:
+    """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream
+    server, then end the process (with the exit code).
+
+    Over HTTP, `token` (else `$WORKBENCH_SERVE_TOKEN`) is required as `Authorization: Bearer`;
+    a non-loopback `host` without one refuses to start."""
+    from workbench_magic.serve import http as httpface
+
+    token = httpface.serve_token(token) if transport == "http" else None
+    if transport == "http":
+        httpface.check_bind(host, token)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    _fast_loop()
+    workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT)
+    server = WorkbenchServer(workbench, mode)
+    logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
+    if transport == "http" and host not in httpface.LOOPBACK:
+        logger.warning("binding to %s: the workbench is reachable from other machines (token required)", host)
+
+    stopper = _Stopper()
+    previous = {signum: signal.signal(signum, stopper.signal) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        # The server runs on the workbench's own loop: a forwarded call goes downstream and back
+        # without crossing threads (each crossing costs a wake-up and a GIL hand-over).
+        if transport == "stdio":
+            from workbench_magic.serve.stdio import run_stdio
+
+            ClientRoots(workbench).install(server.lowlevel)  # the one client owns the roots (forwarding.py)
+            face = run_stdio(server, lane=os.environ.get("WORKBENCH_LANE", "") != "off")
+        else:
+            face = httpface.serve_http(server, host, port, token, stop=stopper.event)
+        stopping = _serve_until_stopped(face, stopper, server, workbench, winds_down=transport == "http")
+        code = workbench.run_on_loop(stopping)
+    finally:
+        # Only now, every server closed: a SIGTERM until here was heard and waited for.
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    # Every server is closed: end the process now. Python's own shutdown would add a few tenths
+    # of a second, and wait for the SDK's stdin thread (stdin not a pipe), which nothing unblocks.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+SERVE_STOP = (0.4, 0.25)
+"""How serve stops its stdio servers when it ends: each gets 0.4 s to exit once its stdin closes,
+then SIGTERM, then SIGKILL 0.25 s later. Hosts built on the MCP SDKs end serve's stdin, wait 2 s
+and send SIGTERM: serve is gone well before (a notebook's close keeps the graceful 2 s)."""
+FACE_STOP = 0.5
+"""Seconds the wire gets to end once serve is told to stop (HTTP: uvicorn's own shutdown), and
+again once cancelled."""
+
+
+class _Stopper:
+    """SIGTERM and Ctrl-C (main thread, which waits in `run_on_loop`) tell the serving coroutine
+    (loop thread) to stop, and return: the loop closes everything, in order, and the handler stays
+    installed until it has. A second signal changes nothing."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The serving loop, once serving started (a signal before that is seen as it starts)."""
+        self.event = asyncio.Event()
+        self.signalled: str | None = None
+
+    def signal(self, signum: int, frame: Any) -> None:
+        # No logging here: the main thread may hold logging's lock when the signal lands.
+        if self.signalled is None:
+            self.signalled = signal.Signals(signum).name
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nothing left to stop
+                self.loop.call_soon_threadsafe(self.event.set)
+
+    def start(self) -> None:
+        """On the serving loop, before serving."""
+        self.loop = asyncio.get_running_loop()
+        if self.signalled is not None:
+            self.event.set()
+
+
+async def _serve_until_stopped(
+    face: Coroutine[Any, Any, None],
+    stopper: _Stopper,
+    server: WorkbenchServer,
+    workbench: Workbench,
+    *,
+    winds_down: bool = False,
+) -> int:
+    """Serve until the wire ends (stdin EOF) or a signal; then stop the wire (one that `winds_down`
+    by itself when told gets `FACE_STOP` seconds first; stdio is cancelled at once) and close every
+    downstream server, side by side and hurried (`SERVE_STOP`). The exit code."""
+    stopper.start()
+    serving = asyncio.ensure_future(_without_exit(face))
+    stopped = asyncio.ensure_future(stopper.event.wait())
+    try:
+        await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not serving.done():  # told to stop
+            if winds_down and stopper.event.is_set():
+                await asyncio.wait({serving}, timeout=FACE_STOP)
+            serving.cancel()
+            await asyncio.wait({serving}, timeout=FACE_STOP)
+        why = stopper.signalled or "the client is gone"
+        logger.info("%s: closing every downstream server", why)
+        server.close()
+        await workbench.aclose_all(hurry=SERVE_STOP)
+        logger.info("every downstream server closed")
+    if serving.cancelled() or not serving.done():
+        return 0
+    error = serving.exception()
+    if isinstance(error, _Exited):
+        return error.code
+    if error is not None:
+        raise error
+    return 0
+
+
+class _Exited(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+async def _without_exit(face: Coroutine[Any, Any, None]) -> None:
+    """`face`, with a `SystemExit` (uvicorn's when it cannot bind; it logged why) as an ordinary
+    exception: out of a task, asyncio would let it through the loop and end the loop thread."""
+    try:
+        await face
+    except SystemExit as exc:
+        raise _Exited(exc.code if isinstance(exc.code, int) else 1) from None

@@ -1,0 +1,23 @@
+"""The small text and HTML pieces the reprs of results and listings share."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+
+def esc(value: object) -> str:
+    """`value` as text, escaped for HTML."""
+    return html.escape(str(value))
+
+
+def json_dump(value: Any, indent: int | None = 2) -> str:
+    """`value` as JSON text (anything JSON cannot hold as its `str`)."""
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+
+
+def first_line(text: str | None, limit: int = 100) -> str:
+    """The first non-blank line of `text`, cut to `limit` characters with `…`."""
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
