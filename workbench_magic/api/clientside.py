@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.api.features import parse_target
+from workbench_magic.api.features import toolbox_target
 from workbench_magic.engine.clientside import (
     ASK_PERSON,
     LOG_LEVELS,
@@ -23,7 +23,7 @@ from workbench_magic.engine.clientside import (
     root_uri,
 )
 from workbench_magic.engine.core import short_errors
-from workbench_magic.vocabulary.errors import NotFoundError, UsageError
+from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import WorkbenchConfig
@@ -115,9 +115,7 @@ class ClientFeatures:
         at once on handshake-era connections, at their next connect on 2026-07-28 ones."""
         if level not in LOG_LEVELS:
             raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Name a toolbox or toolbox/server")
+        toolbox, server = toolbox_target(target)
 
         async def apply() -> None:
             for conn in await self._core.connections(toolbox, server, self._settings()):
@@ -128,9 +126,7 @@ class ClientFeatures:
     def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
         """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
         back to the config's (or `wb.roots`). Handshake-era servers are told at once."""
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Name a toolbox or toolbox/server")
+        toolbox, server = toolbox_target(target)
         chosen = None if roots is None else root_uris(roots)
 
         async def apply() -> None:
@@ -163,9 +159,7 @@ class ClientFeatures:
         the person to authorize again."""
         from workbench_magic.engine.auth import forget
 
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Name a toolbox or toolbox/server")
+        toolbox, server = toolbox_target(target)
         settings = self._settings()
         names = [server] if server is not None else list(settings.toolbox(toolbox).mcp_servers)
         configs = {name: settings.server(toolbox, name) for name in names}

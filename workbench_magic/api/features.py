@@ -46,6 +46,14 @@ def parse_target(value: str | None) -> tuple[str | None, str | None]:
     return parse(value)
 
 
+def toolbox_target(target: str) -> tuple[str, str | None]:
+    """`toolbox` or `toolbox/server`, or NotFoundError."""
+    toolbox, server = parse_target(target)
+    if toolbox is None:
+        raise NotFoundError("Name a toolbox or toolbox/server")
+    return toolbox, server
+
+
 def server_target(target: str) -> tuple[str, str]:
     """`toolbox/server`, or NotFoundError."""
     toolbox, server = parse_target(target)

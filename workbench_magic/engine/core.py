@@ -188,20 +188,23 @@ class Core:
     def _unpublish(self, name: str) -> None:
         self.state = MappingProxyType({n: s for n, s in self.state.items() if n != name})
 
-    def _connection_changed(self, conn: Connection) -> None:
+    def _box_of(self, conn: Connection) -> _Box | None:
+        """The box `conn` is the current connection of (None: replaced, closed, or never was)."""
         box = self._boxes.get(conn.toolbox)
-        if box is not None and box.connections.get(conn.name) is conn:
+        return box if box is not None and box.connections.get(conn.name) is conn else None
+
+    def _connection_changed(self, conn: Connection) -> None:
+        box = self._box_of(conn)
+        if box is not None:
             self._publish(box)
             self._emit(StatusChanged(conn.toolbox, conn.name))
 
     def _tools_changed(self, conn: Connection) -> None:
-        box = self._boxes.get(conn.toolbox)
-        if box is not None and box.connections.get(conn.name) is conn:
+        if self._box_of(conn) is not None:
             self._emit(ToolsChanged(conn.toolbox, conn.name))
 
     def _list_changed(self, conn: Connection, what: ListKind) -> None:
-        box = self._boxes.get(conn.toolbox)
-        if box is not None and box.connections.get(conn.name) is conn:
+        if self._box_of(conn) is not None:
             event: Event = (
                 ResourcesChanged(conn.toolbox, conn.name)
                 if what == "resources"

@@ -255,7 +255,7 @@ async def _stop_process(process: Any, stop: StopPolicy, started: float) -> None:
 
             def gone() -> bool:
                 _ = process.returncode  # reaps the leader where the backend needs a look
-                return not _group_alive(pgid)
+                return not _signal_group(pgid, 0)  # signal 0: a probe
 
             if not await _wait(gone, lambda: termed + stop.kill_after):
                 _signal_group(pgid, signal.SIGKILL)
@@ -284,21 +284,11 @@ async def _wait(done: Callable[[], bool], deadline: Callable[[], float]) -> bool
 
 
 def _signal_group(pgid: int, signum: int) -> bool:
-    """Signal the process group; False once it is gone."""
+    """Signal the process group (0: only probe it); False once it is gone."""
     try:
         os.killpg(pgid, signum)
     except ProcessLookupError:
         return False
     except PermissionError:  # never proves the group gone (zombies, foreign members): keep escalating
-        pass
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
         pass
     return True

@@ -28,8 +28,8 @@ import asyncio
 import concurrent.futures
 import logging
 import secrets
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import mcp_types as types
 
@@ -37,6 +37,7 @@ from workbench_magic.engine.runtime import Call, LoopChannel
 from workbench_magic.engine.transports import sdk_deprecations
 
 logger = logging.getLogger("workbench_magic.server")
+T = TypeVar("T")
 
 PENDING_TTL = 600.0
 ROOTS_TIMEOUT = 60.0
@@ -120,7 +121,7 @@ class Upstream:
             answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
             self.loop.call_soon_threadsafe(self._ask, (request, result_type, answer))
             return await asyncio.wrap_future(answer)
-        return await self._on_serve_loop(self._send(request, result_type))
+        return await on_loop(self.loop, self._send(request, result_type))
 
     def _ask(self, question: _Question) -> None:
         self.questions.append(question)
@@ -150,14 +151,6 @@ class Upstream:
         return await session.send_request(
             request, result_type, metadata=ServerMessageMetadata(related_request_id=related)
         )
-
-    async def _on_serve_loop(self, coro: Any) -> Any:
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
 
     # ---- notifications, posted to the serve loop -------------------------------------------
     @property
@@ -211,6 +204,19 @@ class Upstream:
             await self.context.report_progress(progress, total, message)
         except Exception as exc:
             logger.debug("progress could not reach the upstream client: %s", exc)
+
+
+async def on_loop(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    """Await `coro` on `loop` (the serve loop, where the upstream session lives): directly when
+    running there already (as `serve` runs), else across threads, cancelled with the waiter."""
+    if loop is asyncio.get_running_loop():
+        return await coro
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
 
 
 async def _let_queued_callbacks_run(rounds: int = _SETTLE_ROUNDS) -> None:
@@ -284,14 +290,7 @@ class ClientRoots:
         request = session.send_request(
             types.ListRootsRequest(), types.ListRootsResult, request_read_timeout_seconds=ROOTS_TIMEOUT
         )
-        if loop is asyncio.get_running_loop():
-            return await request  # type: ignore[no-any-return]
-        future = asyncio.run_coroutine_threadsafe(request, loop)
-        try:
-            return await asyncio.wrap_future(future)  # type: ignore[no-any-return]
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
+        return await on_loop(loop, request)  # type: ignore[no-any-return]
 
 
 class UpstreamChannel(LoopChannel):
