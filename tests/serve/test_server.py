@@ -429,7 +429,7 @@ def test_open_toolbox_with_no_server_connected_is_an_error_result(tmp_path: Path
             )
 
     try:
-        run(main())
+        wb.run_on_loop(main())
     finally:
         wb.close_all()
 
@@ -451,8 +451,28 @@ def test_dynamic_serve_forgets_client_connections_that_ended(tmp_path: Path) -> 
         assert server.legacy_connections == 0
 
     try:
-        run(main())
+        wb.run_on_loop(main())
         assert wb.history_limit == 1_000
     finally:
         server.close()
+        wb.close_all()
+
+
+def test_a_server_served_off_its_workbench_loop_says_where_to_serve_it() -> None:
+    from workbench_magic import Workbench
+    from workbench_magic.serve.server import SERVED_ELSEWHERE, WorkbenchServer
+
+    wb = Workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    server = WorkbenchServer(wb)
+
+    async def main() -> Any:
+        async with Client(server) as c:
+            return await c.call_tool("list_toolboxes", {})
+
+    try:
+        answer = run(main())  # asyncio.run: another loop than the workbench's
+        assert answer.is_error and text(answer) == SERVED_ELSEWHERE
+        listed = wb.run_on_loop(main())
+        assert not listed.is_error and json.loads(text(listed))["toolboxes"][0]["name"] == "t"
+    finally:
         wb.close_all()

@@ -23,13 +23,13 @@ from traitlets.config import Config, Configurable
 
 from workbench_magic.api import exporting
 from workbench_magic.api.asking import awaited_asker, waiting_channel
-from workbench_magic.api.clientside import ClientFeatures
-from workbench_magic.api.features import ServerFeatures, parse_identifier, parse_target
+from workbench_magic.api.client_features import ClientFeatures
+from workbench_magic.api.server_features import ServerFeatures, parse_identifier, parse_target, server_target
 from workbench_magic.api.toolboxes import OpenedToolbox
+from workbench_magic.engine.cassette_deck import CassetteDeck, Recording
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Options
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
-from workbench_magic.engine.tape import Recording, Tape
 from workbench_magic.vocabulary.errors import (
     NotFoundError,
     UsageError,
@@ -43,7 +43,7 @@ from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
-    from workbench_magic.engine import browse
+    from workbench_magic.engine import server_features
     from workbench_magic.engine.clientside import ElicitationHandler, RootsSource, SamplingHandler
     from workbench_magic.engine.connection import ProgressCallback
     from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
@@ -123,8 +123,8 @@ class Workbench(Configurable):
         else:
             super().__init__(**kwargs)
         self._loop = LoopThread.get()
-        self._tape = Tape()  # record and replay, and the config the loop works from
-        self._core = Core(Options(), connection_factory=self._tape.connection)  # options below, with the handlers
+        self._deck = CassetteDeck()  # record and replay, and the config the loop works from
+        self._core = Core(Options(), connection_factory=self._deck.connection)  # options below, with the handlers
         self._server = ServerFeatures(
             self._core, self._loop, settings=lambda: self.settings, timeout=lambda: self.timeout
         )
@@ -191,7 +191,7 @@ class Workbench(Configurable):
     def settings(self) -> WorkbenchConfig:
         """The loaded toolbox config, with the servers added from the notebook and the toolboxes
         and servers only the replayed cassettes know (an immutable value the loop replaces)."""
-        config = self._tape.config
+        config = self._deck.config
         if config is None:  # first use: discover the config now
             config = self._use(self._load(self._source))
         return config
@@ -201,19 +201,19 @@ class Workbench(Configurable):
     ) -> WorkbenchConfig:
         """Work from `loaded` plus the notebook's servers (`added`, else those added before).
 
-        The whole is checked first (`ConfigError`: nothing changes); the loop's tape takes it,
+        The whole is checked first (`ConfigError`: nothing changes); the loop's deck takes it,
         with the cassettes of its toolboxes' `"replay"` (read here, not on the loop).
         """
         from workbench_magic.config.models import with_server
-        from workbench_magic.engine.tape import read_config_replays
+        from workbench_magic.engine.cassette_deck import read_config_replays
 
         added = self._added if added is None else MappingProxyType(dict(added))
         config = loaded
         for (toolbox, name), server in added.items():
             config = with_server(config, toolbox, name, server)
-        tape = self._tape
-        read = read_config_replays(config, tape.config_replays)
-        merged = self._loop.run_sync(lambda: tape.use_config(config, read))
+        deck = self._deck
+        read = read_config_replays(config, deck.config_replays)
+        merged = self._loop.run_sync(lambda: deck.use_config(config, read))
         self._loaded, self._added = loaded, added
         return merged
 
@@ -246,6 +246,11 @@ class Workbench(Configurable):
         connections without a thread hop, and `acall` from it awaits the call directly.
         """
         return self._loop.run(coro)
+
+    @property
+    def in_loop_thread(self) -> bool:
+        """Whether the caller runs on the workbench's loop thread (where `run_on_loop` runs it)."""
+        return self._loop.in_loop()
 
     async def _arun(self, coro: Any, channel: Channel | None = None) -> Any:
         return await self._loop.arun(coro, channel)
@@ -374,9 +379,7 @@ class Workbench(Configurable):
 
     def logs(self, target: str) -> str:
         """The stderr a stdio server wrote (all of it, across reconnects)."""
-        toolbox, server = parse_target(target)
-        if toolbox is None or server is None:
-            raise NotFoundError("Name a server: toolbox/server")
+        toolbox, server = server_target(target)
         self.toolbox_state(toolbox)
         core = self._core
         return self._loop.run_sync(lambda: core.logs(toolbox, server))
@@ -448,7 +451,7 @@ class Workbench(Configurable):
 
     def watch(
         self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
-    ) -> browse.ResourceWatch:
+    ) -> server_features.ResourceWatch:
         """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`."""
         return self._server.watch(target, uri, callback)
 
@@ -590,13 +593,13 @@ class Workbench(Configurable):
 
         return await with_view(call, AppHost(self, self._core, self._loop), ident, args)
 
-    # ---- record, replay, export (tape.py, export.py) -----------------------------------------
+    # ---- record, replay, export (cassette_deck.py, export.py) -----------------------------------------
     def record(self, path: str | os.PathLike[str] | None) -> Recording:
         """Record every tool call, resource read and prompt get to a new cassette at `path` (JSON,
         secrets masked) until `record(None)`, or to the end of `with wb.record(path):`."""
-        tape = self._tape
-        self._loop.run_sync(lambda: tape.start_recording(path))
-        return Recording(lambda: self._loop.run_sync(lambda: tape.start_recording(None)), path)
+        deck = self._deck
+        self._loop.run_sync(lambda: deck.start_recording(path))
+        return Recording(lambda: self._loop.run_sync(lambda: deck.start_recording(None)), path)
 
     def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
         """Answer the toolboxes recorded in the cassette at `path` from it: no server starts (open
@@ -605,8 +608,8 @@ class Workbench(Configurable):
         from workbench_magic.engine.cassette import Cassette, Replay
 
         replay = Replay(Cassette.load(path), mode)
-        tape = self._tape
-        self._loop.run_sync(lambda: tape.add_replay(replay))
+        deck = self._deck
+        self._loop.run_sync(lambda: deck.add_replay(replay))
         for name in replay.cassette.toolboxes():
             if name in self._core.state:
                 self.close(name)
@@ -614,12 +617,12 @@ class Workbench(Configurable):
     @property
     def recordings(self) -> list[str]:
         """The cassettes recorded in this session, oldest first."""
-        return [os.fspath(p) for p in self._tape.recorded]
+        return [os.fspath(p) for p in self._deck.recorded]
 
     @property
     def replays(self) -> list[tuple[str, str]]:
         """The cassettes replayed with `replay()` (newest first), each with its mode."""
-        return [(r.cassette.shown_path, r.mode) for r in self._tape.replays]
+        return [(r.cassette.shown_path, r.mode) for r in self._deck.replays]
 
     def export_notebook(self, path: str | os.PathLike[str]) -> str:
         """Write the session (its opens and calls, and the replay line of a recorded cassette)

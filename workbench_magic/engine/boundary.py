@@ -12,12 +12,15 @@ listing) fails through `failure()`, one table for all of them:
 - anything else from the SDK or the transport: a one-line reason, never a bare class name.
 
 A call's failure is a `ToolError`, any other request's a `RequestError`; the message starts with
-the request's one text (`errors.REQUEST_TEXTS`).
+the request's one text (`errors.REQUEST_TEXTS`). What is not a request of one connection (a
+subscription, a log level set on many) goes through `contained()`: the same one-line reason.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from workbench_magic.vocabulary.errors import (
     CallTimeoutError,
@@ -34,6 +37,8 @@ CONNECTION_CLOSED = -32000
 """JSON-RPC code the SDK answers a request with when its transport closed (`mcp_types.CONNECTION_CLOSED`)."""
 URL_ELICITATION_REQUIRED = -32042
 """MCP's "open these links first" error (`mcp_types.URL_ELICITATION_REQUIRED`)."""
+
+T = TypeVar("T")
 
 _CLOSED_STREAMS = frozenset({"ClosedResourceError", "BrokenResourceError", "EndOfStream"})
 """anyio's stream errors: the transport under the session is gone."""
@@ -83,3 +88,14 @@ def url_elicitation_required(prefix: str, exc: Any) -> UrlElicitationRequired:
         f"then call again: {shown or describe_exception(exc)}",
         urls,
     )
+
+
+async def contained(coro: Coroutine[Any, Any, T]) -> T:
+    """`coro`'s value; an SDK or transport failure as a one-line `WorkbenchError` (ours pass as they are)."""
+    try:
+        return await coro
+    except (WorkbenchError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        error = WorkbenchError(describe_exception(exc))
+    raise error

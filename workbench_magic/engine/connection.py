@@ -24,7 +24,7 @@ from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
-from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, make_transport, sdk_deprecations
+from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, handshake_era, make_transport
 from workbench_magic.vocabulary.errors import (
     ConnectError,
     WorkbenchError,
@@ -130,7 +130,7 @@ class Connection:
         self.log_level = log_level
         self.apps = apps
         self.replayed_last = False
-        """Whether the latest tool call was answered from a cassette (tape.py's `ReplayConnection`)."""
+        """Whether the latest tool call was answered from a cassette (cassette_deck.py's `ReplayConnection`)."""
         self.request_timeout = request_timeout
         """Seconds a listing may take (calls, reads and prompts are given theirs)."""
         self._in_flight: list[_InFlight] = []
@@ -428,8 +428,7 @@ class Connection:
         if self.modern or not self.log_level or not getattr(self.capabilities, "logging", None):
             return
         try:
-            with sdk_deprecations():
-                await client.set_logging_level(self.log_level)  # type: ignore[arg-type]
+            await handshake_era(client.session.set_logging_level, self.log_level)  # type: ignore[arg-type]
         except Exception as exc:
             logger.debug("logging/setLevel on %s/%s: %s", self.toolbox, self.name, exc)
 
@@ -443,8 +442,7 @@ class Connection:
         if client is None or self.status != "connected" or self.modern or self.config.roots is False:
             return
         try:
-            with sdk_deprecations():
-                await client.session.send_roots_list_changed()
+            await handshake_era(client.session.send_roots_list_changed)
         except Exception as exc:
             logger.debug("roots/list_changed to %s/%s: %s", self.toolbox, self.name, exc)
 

@@ -12,10 +12,10 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from workbench_magic.engine.connection import ListKind, ProgressCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
-T = TypeVar("T")
 logger = logging.getLogger("workbench_magic")
 
 
@@ -113,7 +112,7 @@ class Core:
         """The server objects added from the notebook (`add_server`; their config is in `settings`)."""
         self.client_side = ClientSide(lambda: self.options, self._remember_request)
         self.connection_factory = connection_factory
-        """Makes each server's connection (the workbench's is its record/replay `Tape.connection`)."""
+        """Makes each server's connection (the workbench's is its record/replay `CassetteDeck.connection`)."""
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
     def set_options(self, options: Options) -> None:
@@ -490,14 +489,3 @@ def _to_caller(progress: ProgressCallback | None) -> ProgressCallback | None:
         channel.post(lambda: callback(value, total, message))
 
     return post
-
-
-async def short_errors(coro: Coroutine[Any, Any, T]) -> T:
-    """SDK and transport failures of resource/prompt requests as one-line `WorkbenchError`s."""
-    try:
-        return await coro
-    except (WorkbenchError, asyncio.CancelledError):
-        raise
-    except Exception as exc:
-        error = WorkbenchError(describe_exception(exc))
-    raise error

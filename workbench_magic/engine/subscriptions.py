@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from workbench_magic.engine.transports import sdk_deprecations
+from workbench_magic.engine.transports import handshake_era
 
 logger = logging.getLogger("workbench_magic")
 
@@ -60,8 +60,8 @@ class ResourceSubscriptions:
             return
         conn = self._conn
         if conn.status == "connected" and not conn.modern:
-            with contextlib.suppress(Exception), sdk_deprecations():
-                await conn.client().session.unsubscribe_resource(uri)
+            with contextlib.suppress(Exception):
+                await handshake_era(conn.client().session.unsubscribe_resource, uri)
 
     def updated(self, uri: str) -> None:
         """The server said `uri` changed: tell its listeners."""
@@ -91,8 +91,7 @@ class ResourceSubscriptions:
             self._streams[uri] = asyncio.ensure_future(self._stream(client, uri, started))
             await started
         else:
-            with sdk_deprecations():
-                await client.session.subscribe_resource(uri)
+            await handshake_era(client.session.subscribe_resource, uri)
 
     async def _stream(self, client: Any, uri: str, started: asyncio.Future[None]) -> None:
         from mcp.shared.subscriptions import ResourceUpdated

@@ -8,13 +8,14 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig
 
+T = TypeVar("T")
 logger = logging.getLogger("workbench_magic")
 
 
@@ -66,13 +67,16 @@ def make_transport(
 _PAGE_CAP = 1000
 
 
-@contextlib.contextmanager
-def sdk_deprecations() -> Iterator[None]:
-    """The SDK marks the handshake era's features deprecated (they are gone in 2026-07-28);
-    talking to handshake-era servers is what they are for, so no warning reaches the notebook."""
+def handshake_era(method: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> Awaitable[T]:
+    """`method(*args, **kwargs)` of the SDK without its deprecation warning, to be awaited.
+
+    The SDK marks the handshake era's features deprecated (they are gone in 2026-07-28); talking
+    to handshake-era peers is what they are for, so no warning reaches the notebook. The warning
+    is raised when the method is called, so the filters change for the call only, never across
+    an await (where other tasks would run with them)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        yield
+        return method(*args, **kwargs)
 
 
 async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

@@ -1,14 +1,15 @@
 """`serve` forwards what a downstream server asks and tells during a call to the upstream client.
 
-A `use_tool` (or dynamic-mode) call runs on the workbench loop with an `UpstreamChannel`: a
-`LoopChannel` of the serve loop whose `upstream` is the client that made the call. `ClientSide`
+`serve` runs on the workbench loop, with every downstream connection: nothing here crosses a
+thread. A `use_tool` (or dynamic-mode) call runs with an `UpstreamChannel`, a `LoopChannel` of
+that loop whose `upstream` is the client that made the call. `ClientSide`
 hands that upstream the downstream server's sampling, elicitation (form and URL) and roots
 requests and its log messages; the call's progress goes up as the upstream request's progress.
 
 The upstream client's protocol generation decides how a request travels:
 
 - 2025-11-25 (handshake era): a real JSON-RPC request to the upstream client, related to the
-  `tools/call` being served, sent from the serve loop while the downstream call waits;
+  `tools/call` being served, sent while the downstream call waits;
 - 2026-07-28: servers may not send requests, so the `tools/call` answers an
   `InputRequiredResult` carrying the downstream's question; the downstream call keeps waiting
   (`PendingCall`), and the client's retry (its `request_state` names the pending call) delivers
@@ -25,35 +26,31 @@ unless set. A server's own `"roots"` config wins over both.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import secrets
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import mcp_types as types
 
 from workbench_magic.engine.runtime import Call, LoopChannel
-from workbench_magic.engine.transports import sdk_deprecations
+from workbench_magic.engine.transports import handshake_era
 
 logger = logging.getLogger("workbench_magic.server")
-T = TypeVar("T")
 
 PENDING_TTL = 600.0
+"""Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
 ROOTS_TIMEOUT = 60.0
 """Seconds a handshake-era client may take to answer a `roots/list` asked outside a call."""
-"""Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
 
-_SETTLE_ROUNDS = 8
-"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up when
-the call ran on another loop than the served request."""
-_SETTLE_ROUNDS_SAME_LOOP = 2
-"""The same, when both run on one loop (as `serve` runs them). A notification read before the
-response has its handler task queued ahead of the response's waiter, and reaches our callback
-within a turn or two (one more for a channel post); the result takes five turns and more to come
-back up to `flush` (session, connection, core, the call's task, its future). Two turns of margin."""
+_SETTLE_ROUNDS = 2
+"""Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up before
+a call's result goes up. A notification read before the response has its handler task queued
+ahead of the response's waiter, and reaches our callback within a turn or two (one more for a
+channel post); the result takes five turns and more to come back up to `flush` (session,
+connection, core, the call's task, its future). Two turns of margin."""
 
-_Question = tuple[Any, type[Any], "concurrent.futures.Future[Any]"]
+_Question = tuple[Any, type[Any], "asyncio.Future[Any]"]
 
 
 def _without_meta(params: Any) -> Any:
@@ -62,23 +59,20 @@ def _without_meta(params: Any) -> Any:
 
 
 class Upstream:
-    """The upstream client of one call being served, as the downstream's questions see it.
+    """The upstream client of one call being served, as the downstream's questions see it (made,
+    asked and told on the workbench loop, where the upstream session lives too)."""
 
-    Methods that start with `a` are awaited on the workbench loop; they reach the upstream
-    session on the serve loop.
-    """
-
-    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, context: Any) -> None:
         self.context = context
-        self.loop = loop
+        self.loop = asyncio.get_running_loop()
         self.capabilities: types.ClientCapabilities | None = context.client_capabilities
         version = context.protocol_version or ""
         self.modern = version >= "2026-07-28"
         self.quiet: bool = getattr(context, "quiet", False)
         """Nothing but the result reaches this client (lane.py): log messages and progress are dropped."""
         self.questions: list[_Question] = []
-        """What a 2026-07-28 downstream asked and the client has not been sent yet (serve loop)."""
-        self._sent: list[concurrent.futures.Future[None]] = []
+        """What a 2026-07-28 downstream asked and the client has not been sent yet."""
+        self._sent: list[asyncio.Task[None]] = []
         self._waiter: asyncio.Future[None] | None = None
 
     # ---- what the upstream client declared ------------------------------------------------
@@ -96,7 +90,7 @@ class Upstream:
             return elicitation.form is not None or elicitation.url is None
         return getattr(caps, kind, None) is not None
 
-    # ---- requests, from the workbench loop ------------------------------------------------
+    # ---- requests ----------------------------------------------------------------------------
     async def sample(self, messages: list[Any], params: Any) -> Any:
         """The upstream client's answer to a downstream `sampling/createMessage`."""
         request = types.CreateMessageRequest(params=_without_meta(params))
@@ -118,22 +112,19 @@ class Upstream:
 
     async def _request(self, request: Any, result_type: type[Any]) -> Any:
         if self.modern:
-            answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            self.loop.call_soon_threadsafe(self._ask, (request, result_type, answer))
-            return await asyncio.wrap_future(answer)
-        return await on_loop(self.loop, self._send(request, result_type))
-
-    def _ask(self, question: _Question) -> None:
-        self.questions.append(question)
-        self._wake()
+            answer: asyncio.Future[Any] = self.loop.create_future()
+            self.questions.append((request, result_type, answer))
+            self._wake()
+            return await answer
+        return await self._send(request, result_type)
 
     def _wake(self, *_: Any) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
     async def asked_or(self, done: asyncio.Future[Any]) -> None:
-        """Return when the downstream has asked something or `done` is done (on the serve loop;
-        one future and a callback, where `asyncio.wait` on a queue's task costs a task a call)."""
+        """Return when the downstream has asked something or `done` is done (one future and a
+        callback, where `asyncio.wait` on a queue's task costs a task a call)."""
         if self.questions or done.done():
             return
         self._waiter = asyncio.get_running_loop().create_future()
@@ -152,7 +143,7 @@ class Upstream:
             request, result_type, metadata=ServerMessageMetadata(related_request_id=related)
         )
 
-    # ---- notifications, posted to the serve loop -------------------------------------------
+    # ---- notifications ---------------------------------------------------------------------
     @property
     def asks(self) -> bool:
         """Whether a downstream question can reach this client (one it declared, or a handshake-era
@@ -160,68 +151,48 @@ class Upstream:
         return not self.modern or any(self.offers(kind) for kind in ("sampling", "elicitation", "roots"))
 
     def log(self, params: Any) -> None:
-        """A downstream log message, as the upstream request's log message (from the workbench loop)."""
+        """A downstream log message, as the upstream request's log message."""
         if self.quiet:
             return
-        self._sent.append(asyncio.run_coroutine_threadsafe(self._log(params), self.loop))
+        self._sent.append(self.loop.create_task(self._log(params)))
 
-    async def flush(self, call_loop: asyncio.AbstractEventLoop) -> None:
+    async def flush(self) -> None:
         """Wait until the downstream's notifications are out: they must precede the call's result
         (over HTTP the request's stream closes with it). The SDK may hand the workbench a
-        notification after the response that followed it, so the call's loop first runs what
-        it has queued. A quiet client is sent nothing: no wait."""
+        notification after the response that followed it, so the loop first runs what it has
+        queued. A quiet client is sent nothing: no wait."""
         if self.quiet:
             return
-        if call_loop is asyncio.get_running_loop():
-            await _let_queued_callbacks_run(_SETTLE_ROUNDS_SAME_LOOP)
-        elif not call_loop.is_closed():
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_let_queued_callbacks_run(), call_loop))
+        for _ in range(_SETTLE_ROUNDS):
+            await asyncio.sleep(0)
         sent, self._sent = self._sent, []
         if sent:
-            await asyncio.gather(*(asyncio.wrap_future(f) for f in sent), return_exceptions=True)
+            await asyncio.gather(*sent, return_exceptions=True)
 
     async def _log(self, params: Any) -> None:
         context = self.context
         try:
-            with sdk_deprecations():  # a handshake-era client's log messages: no warning on serve's stderr
-                await context.request_context.session.send_log_message(
-                    level=params.level,
-                    data=params.data,
-                    logger=params.logger,
-                    related_request_id=context.request_context.request_id,
-                )
+            await handshake_era(  # a handshake-era client's log messages: no warning on serve's stderr
+                context.request_context.session.send_log_message,
+                level=params.level,
+                data=params.data,
+                logger=params.logger,
+                related_request_id=context.request_context.request_id,
+            )
         except Exception as exc:
             logger.debug("a log message could not reach the upstream client: %s", exc)
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """The downstream call's progress, as the upstream request's (run on the serve loop)."""
+        """The downstream call's progress, as the upstream request's."""
         if self.quiet:
             return
-        self._sent.append(asyncio.run_coroutine_threadsafe(self._progress(progress, total, message), self.loop))
+        self._sent.append(self.loop.create_task(self._progress(progress, total, message)))
 
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         try:
             await self.context.report_progress(progress, total, message)
         except Exception as exc:
             logger.debug("progress could not reach the upstream client: %s", exc)
-
-
-async def on_loop(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
-    """Await `coro` on `loop` (the serve loop, where the upstream session lives): directly when
-    running there already (as `serve` runs), else across threads, cancelled with the waiter."""
-    if loop is asyncio.get_running_loop():
-        return await coro
-    future = asyncio.run_coroutine_threadsafe(coro, loop)
-    try:
-        return await asyncio.wrap_future(future)
-    except asyncio.CancelledError:
-        future.cancel()
-        raise
-
-
-async def _let_queued_callbacks_run(rounds: int = _SETTLE_ROUNDS) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
 
 
 def _uris(result: Any) -> list[str]:
@@ -243,7 +214,6 @@ class ClientRoots:
         self.workbench = workbench
         self._session: Any = None
         """The handshake-era client's session (its standalone channel), once it declared roots."""
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._last: types.ListRootsResult | None = None
 
     def install(self, lowlevel: Any) -> None:
@@ -268,7 +238,7 @@ class ClientRoots:
         session = ctx.session
         caps = session.client_capabilities
         if session.protocol_version < "2026-07-28" and caps is not None and caps.roots is not None:
-            self._session, self._loop = session, asyncio.get_running_loop()
+            self._session = session
 
     def _list_changed(self, ctx: Any) -> None:
         if self._session is not None:
@@ -284,17 +254,15 @@ class ClientRoots:
 
     async def list_roots(self) -> types.ListRootsResult | None:
         """The handshake-era client's answer; else what the client last gave (None: none yet)."""
-        session, loop = self._session, self._loop
-        if session is None or loop is None:
+        if self._session is None:
             return self._last
-        request = session.send_request(
+        return await self._session.send_request(  # type: ignore[no-any-return]
             types.ListRootsRequest(), types.ListRootsResult, request_read_timeout_seconds=ROOTS_TIMEOUT
         )
-        return await on_loop(loop, request)  # type: ignore[no-any-return]
 
 
 class UpstreamChannel(LoopChannel):
-    """The channel of a call being served: the serve loop, and the upstream client to forward to."""
+    """The channel of a call being served: the workbench loop, and the upstream client to forward to."""
 
     upstream: Upstream
 
@@ -314,7 +282,7 @@ class PendingCall:
 
 
 class Forwarder:
-    """Runs calls for `serve` with forwarding (one per server; lives on the serve loop)."""
+    """Runs calls for `serve` with forwarding (one per server)."""
 
     def __init__(self) -> None:
         self._pending: dict[str, PendingCall] = {}
@@ -335,7 +303,7 @@ class Forwarder:
         """
         pending = self._resume(context)
         if pending is None:
-            upstream = upstream or Upstream(context, asyncio.get_running_loop())
+            upstream = upstream or Upstream(context)
             pending = PendingCall(upstream, start(UpstreamChannel(upstream)))
         return await self._wait(pending)
 
@@ -371,7 +339,7 @@ class Forwarder:
             pending.call.cancel()
             raise
         if done.done():
-            await upstream.flush(pending.call.loop)
+            await upstream.flush()
             return done.result()
         questions, upstream.questions = upstream.questions, []
         for question in questions:
@@ -397,7 +365,7 @@ class Forwarder:
             pending.call.cancel()
 
 
-def advertise(workbench: Any, context: Any, fallback: Callable[..., Any]) -> None:
+def declare_sampling_as_upstream(workbench: Any, context: Any, fallback: Callable[..., Any]) -> None:
     """Sampling is advertised downstream only when the upstream client opening a toolbox declared it
     (`fallback` answers the sampling requests no upstream can take)."""
     caps = getattr(context, "client_capabilities", None) if context is not None else None

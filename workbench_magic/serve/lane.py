@@ -68,7 +68,7 @@ class LaneRequest:
 
 
 class Lane:
-    """Answers the calls of a `WorkbenchServer` it can take from stdin lines (on the serve loop)."""
+    """Answers the calls of a `WorkbenchServer` it can take from stdin lines (on the workbench loop)."""
 
     def __init__(self, server: Any) -> None:
         self.server = server

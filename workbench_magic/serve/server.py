@@ -5,11 +5,10 @@ give any MCP client the toolboxes of one config. In dynamic mode every tool of a
 toolbox is also registered as `{toolbox}__{server}__{tool}` and clients are told the list
 changed (the legacy notification and the 2026-07-28 subscription).
 
-`serve()` runs the server on the workbench's own loop thread (`Workbench.run_on_loop`), where
-every downstream connection lives, so a forwarded call crosses no thread; the main thread only
-waits and hears signals. A `WorkbenchServer` made by hand (tests, an in-memory `Client(server)`)
-may run on another loop: `acall`/`aopen` then cross to the workbench loop. Logs go to stderr: on
-stdio, stdout is the protocol.
+A `WorkbenchServer` runs on its workbench's own loop thread (`Workbench.run_on_loop`), where
+every downstream connection lives, so a forwarded call crosses no thread; `serve()`'s main thread
+only waits and hears signals. A request served on any other loop is refused with a line that says
+so. Logs go to stderr: on stdio, stdout is the protocol.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from workbench_magic.serve.forwarding import (
     Forwarder,
     Upstream,
     UpstreamChannel,
-    advertise,
+    declare_sampling_as_upstream,
     no_upstream_sampling,
 )
 from workbench_magic.vocabulary.errors import WorkbenchError
@@ -48,6 +47,7 @@ Answer = types.CallToolResult | types.InputRequiredResult
 MAX_TOOL_NAME = 64
 SERVE_HISTORY_LIMIT = 1_000
 """`serve` runs for days: it keeps fewer calls in its history than a notebook."""
+SERVED_ELSEWHERE = "A WorkbenchServer must be served on its workbench's loop: workbench.run_on_loop(...)"
 ANSWER_WAIT = 10.0
 """Dynamic mode: at most this long a tool-list notification waits for the answer it follows."""
 
@@ -208,7 +208,6 @@ class WorkbenchServer(MCPServer):
         self.workbench = workbench
         self.mode: Mode = mode
         self._dynamic: dict[str, ToolInfo] = {}
-        self._server_loop: asyncio.AbstractEventLoop | None = None
         # Handshake-era client connections to tell of tool-list changes, by identity; each one
         # leaves when its connection closes.
         self._legacy: dict[int, Any] = {}
@@ -296,7 +295,7 @@ class WorkbenchServer(MCPServer):
 
     async def _open_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         name = arguments["toolbox"]
-        advertise(self.workbench, context, no_upstream_sampling)
+        declare_sampling_as_upstream(self.workbench, context, no_upstream_sampling)
         box = await self.workbench.aopen(name)
         servers = box.servers
         tools = box.tools
@@ -349,17 +348,16 @@ class WorkbenchServer(MCPServer):
             return result.raw  # type: ignore[no-any-return]
 
         if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
-            advertise(self.workbench, context, no_upstream_sampling)
+            declare_sampling_as_upstream(self.workbench, context, no_upstream_sampling)
 
         upstream = None
         if getattr(context, "request_state", None) is None:
-            loop = asyncio.get_running_loop()
-            upstream = Upstream(context, loop)
+            upstream = Upstream(context)
             if not upstream.asks:  # nothing to answer an InputRequiredResult for: call in this task
                 channel = UpstreamChannel(upstream)
                 progress = None if upstream.quiet else upstream.progress
                 result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
-                await upstream.flush(loop)
+                await upstream.flush()
                 return result.raw  # type: ignore[no-any-return]
 
         def start(channel: UpstreamChannel) -> Any:
@@ -430,8 +428,8 @@ class WorkbenchServer(MCPServer):
         return len(self._legacy)
 
     def _remember(self, context: Context[Any, Any] | None) -> None:
-        if self._server_loop is None:
-            self._server_loop = asyncio.get_running_loop()
+        if not self.workbench.in_loop_thread:
+            raise WorkbenchError(SERVED_ELSEWHERE)
         if context is None or self.mode != "dynamic":
             return
         try:
@@ -453,11 +451,10 @@ class WorkbenchServer(MCPServer):
         stack.callback(self._legacy.pop, key, None)
 
     def _downstream_event(self, event: Any) -> None:
-        """A downstream server's tools changed (workbench loop thread): re-register on the server loop."""
-        if not isinstance(event, ToolsChanged):
-            return
-        if self._server_loop is not None and not self._server_loop.is_closed():
-            self._server_loop.call_soon_threadsafe(self._reregister, event.toolbox)
+        """A downstream server's tools changed (on the loop, amid the core's dispatch): re-register
+        once the dispatch is over."""
+        if isinstance(event, ToolsChanged):
+            asyncio.get_running_loop().call_soon(self._reregister, event.toolbox)
 
     def close(self) -> None:
         """Stop listening to the workbench; cancel calls still waiting for their client (and

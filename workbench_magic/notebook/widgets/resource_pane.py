@@ -38,7 +38,7 @@ from workbench_magic.vocabulary.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from workbench_magic.api.workbench import Workbench
-    from workbench_magic.engine.browse import ResourceWatch
+    from workbench_magic.engine.server_features import ResourceWatch
     from workbench_magic.vocabulary.listings import ResourceInfo
     from workbench_magic.vocabulary.results import ResourceResult
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
-from workbench_magic.engine import browse
-from workbench_magic.engine.core import short_errors
+from workbench_magic.engine import server_features
+from workbench_magic.engine.boundary import contained
 from workbench_magic.engine.runtime import Channel, LoopChannel
 from workbench_magic.vocabulary.errors import NotFoundError
 from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
@@ -87,32 +87,32 @@ class ServerFeatures:
         toolbox, server = parse_target(target)
 
         async def gather() -> list[ResourceInfo]:
-            return await browse.list_resources(await self._core.connections(toolbox, server, self._settings()))
+            return await server_features.list_resources(await self._core.connections(toolbox, server, self._settings()))
 
-        return self._loop.run(short_errors(gather()))  # type: ignore[no-any-return]
+        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
 
     def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
         """Read a resource from `toolbox/server`; a template URI is expanded with `variables`
         (`read_resource("t/s", "city://{country}/{city}", country="france", city="paris")`)."""
         toolbox, server = server_target(target)
-        expanded = browse.expand(uri, variables)
+        expanded = server_features.expand(uri, variables)
         limit = timeout if timeout is not None else self._timeout()
 
         async def read() -> ResourceResult:
-            return await browse.read(
+            return await server_features.read(
                 await self._core.connection_opening(toolbox, server, self._settings()), expanded, limit
             )
 
-        return self._loop.run(short_errors(read()))  # type: ignore[no-any-return]
+        return self._loop.run(contained(read()))  # type: ignore[no-any-return]
 
     def prompts(self, target: str | None = None) -> list[PromptInfo]:
         """Prompts of open toolboxes, a toolbox, or a server."""
         toolbox, server = parse_target(target)
 
         async def gather() -> list[PromptInfo]:
-            return await browse.list_prompts(await self._core.connections(toolbox, server, self._settings()))
+            return await server_features.list_prompts(await self._core.connections(toolbox, server, self._settings()))
 
-        return self._loop.run(short_errors(gather()))  # type: ignore[no-any-return]
+        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
 
     def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
         """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`."""
@@ -125,7 +125,7 @@ class ServerFeatures:
             raw = await conn.get_prompt(ident.name, args or None, limit)
             return PromptResult(identifier=ident, raw=raw)
 
-        return self._loop.run(short_errors(get()), waiting_channel())  # type: ignore[no-any-return]
+        return self._loop.run(contained(get()), waiting_channel())  # type: ignore[no-any-return]
 
     def complete(
         self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
@@ -137,13 +137,13 @@ class ServerFeatures:
 
         async def complete() -> list[str]:
             conn = await self._core.connection_opening(toolbox, server, self._settings())
-            return await browse.complete(conn, ref, argument, value, context)
+            return await server_features.complete(conn, ref, argument, value, context)
 
-        return self._loop.run(short_errors(complete()))  # type: ignore[no-any-return]
+        return self._loop.run(contained(complete()))  # type: ignore[no-any-return]
 
     def watch(
         self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
-    ) -> browse.ResourceWatch:
+    ) -> server_features.ResourceWatch:
         """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`.
 
         `callback(value)` runs on each update (in a kernel, on its event loop; else in a worker thread).
@@ -152,8 +152,8 @@ class ServerFeatures:
         channel = _caller_loop_channel()
         limit = self._timeout()
 
-        async def start() -> browse.ResourceWatch:
+        async def start() -> server_features.ResourceWatch:
             conn = await self._core.connection_opening(toolbox, server, self._settings())
-            return await browse.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
+            return await server_features.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
 
-        return self._loop.run(short_errors(start()))  # type: ignore[no-any-return]
+        return self._loop.run(contained(start()))  # type: ignore[no-any-return]

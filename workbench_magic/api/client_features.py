@@ -8,12 +8,14 @@ options, where the engine's `ClientSide` reads them).
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
+import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.api.features import toolbox_target
+from workbench_magic.api.server_features import toolbox_target
+from workbench_magic.engine.boundary import contained
 from workbench_magic.engine.clientside import (
     ASK_PERSON,
     LOG_LEVELS,
@@ -22,13 +24,14 @@ from workbench_magic.engine.clientside import (
     SamplingHandler,
     root_uri,
 )
-from workbench_magic.engine.core import short_errors
 from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.core import Core
     from workbench_magic.engine.runtime import LoopThread
+
+logger = logging.getLogger("workbench_magic")
 
 
 def root_uris(roots: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
@@ -121,7 +124,7 @@ class ClientFeatures:
             for conn in await self._core.connections(toolbox, server, self._settings()):
                 await conn.set_log_level(level)
 
-        self._loop.run(short_errors(apply()))
+        self._loop.run(contained(apply()))
 
     def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
         """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
@@ -132,7 +135,7 @@ class ClientFeatures:
         async def apply() -> None:
             self._core.set_roots(await self._core.connections(toolbox, server, self._settings()), chosen)
 
-        self._loop.run(short_errors(apply()))
+        self._loop.run(contained(apply()))
 
     def set_roots_source(self, source: RootsSource | None) -> None:
         """Where the servers that follow the client's roots get them when no call is in flight
@@ -150,7 +153,7 @@ class ClientFeatures:
             followers = [c for c in await core.connections(None, None, settings) if core.client_side.follows_roots(c)]
             core.set_roots(followers, None)  # they have no roots of their own: this only tells them
 
-        asyncio.run_coroutine_threadsafe(tell(), self._loop.loop)
+        self._loop.spawn(tell()).add_done_callback(_log_failure)
 
     def logout(self, target: str) -> list[str]:
         """Forget the stored OAuth tokens (and registered client) of one server (`toolbox/server`)
@@ -164,3 +167,9 @@ class ClientFeatures:
         names = [server] if server is not None else list(settings.toolbox(toolbox).mcp_servers)
         configs = {name: settings.server(toolbox, name) for name in names}
         return [name for name, cfg in configs.items() if cfg.url and cfg.auth and cfg.auth.oauth and forget(cfg.url)]
+
+
+def _log_failure(call: concurrent.futures.Future[None]) -> None:
+    """Background work nobody waits for: its failure goes to the log, not to nowhere."""
+    if not call.cancelled() and call.exception() is not None:
+        logger.warning("servers could not be told the roots changed: %s", call.exception())

@@ -1,13 +1,13 @@
-"""Record and replay at the connection: the workbench's connections come from `Tape`.
+"""Record and replay at the connection: the workbench's connections come from `CassetteDeck`.
 
-`TapedConnection` is a live `Connection` that hands every tool call, resource read and prompt
+`RecordedConnection` is a live `Connection` that hands every tool call, resource read and prompt
 get (and the resource and prompt lists) to the recorder while one records. `ReplayConnection`
 starts no server: its status, tool list, calls, reads and prompts come from a cassette; in
 `auto` mode what the cassette lacks goes to a live connection it starts on first need.
 
-`Tape` belongs to the workbench loop: the recorder, the replays (with their cursors) and the
-config the workbench works from change only there (`LoopThread.run_sync`); other threads read only
-`Tape.config`, `Tape.replays`, `Tape.config_replays` and `Tape.recorded`, values replaced whole.
+`CassetteDeck` belongs to the workbench loop: the recorder, the replays (with their cursors)
+and the config the workbench works from change only there (`LoopThread.run_sync`); other
+threads read only its `config`, `replays`, `config_replays` and `recorded`, values replaced whole.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ REPLAY_TRANSPORT = "replay"
 """The transport a replayed server shows in status tables."""
 
 
-class Tape:
+class CassetteDeck:
     """The recorder and the replays of one workbench, and the config it works from (loop thread)."""
 
     def __init__(self) -> None:
@@ -98,7 +98,7 @@ class Tape:
         replay = self.replay_for(toolbox)
         if replay is not None and (replay.cassette.server(toolbox, server) is not None or replay.mode == "strict"):
             return ReplayConnection(self, replay, toolbox, server, config, **options)
-        return TapedConnection(self, toolbox, server, config, **options)
+        return RecordedConnection(self, toolbox, server, config, **options)
 
 
 def _merge(settings: WorkbenchConfig, replays: tuple[Replay, ...]) -> WorkbenchConfig:
@@ -131,7 +131,7 @@ def config_replay_paths(config: WorkbenchConfig) -> dict[str, Path]:
 
 
 def read_config_replays(config: WorkbenchConfig, have: Mapping[str, Replay]) -> dict[str, Replay]:
-    """The replays of the config's `"replay": "PATH"`s that `have` (`Tape.config_replays`) lacks,
+    """The replays of the config's `"replay": "PATH"`s that `have` (`CassetteDeck.config_replays`) lacks,
     read now: any thread may call this (it changes nothing), so a caller reads the files, not the loop."""
     return {
         name: _config_replay(name, path)
@@ -163,46 +163,46 @@ def _beside_config(path: str, source: str) -> Path:
     return Path(source).parent / candidate
 
 
-class TapedConnection(Connection):
+class RecordedConnection(Connection):
     """A live connection whose interactions go to the recorder while one records."""
 
-    def __init__(self, tape: Tape, toolbox: str, name: str, config: ServerConfig, **options: Any) -> None:
+    def __init__(self, deck: CassetteDeck, toolbox: str, name: str, config: ServerConfig, **options: Any) -> None:
         super().__init__(toolbox, name, config, **options)
-        self.tape = tape
+        self.deck = deck
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout: float | None, progress: ProgressCallback | None = None
     ) -> Any:
         t0 = time.perf_counter()
         raw = await super().call_tool(name, arguments, timeout=timeout, progress=progress)
-        self.tape.recorded_interaction(self, "tool", name, arguments, raw, time.perf_counter() - t0)
+        self.deck.recorded_interaction(self, "tool", name, arguments, raw, time.perf_counter() - t0)
         return raw
 
     async def read_resource(self, uri: str, timeout: float | None) -> Any:
         t0 = time.perf_counter()
         raw = await super().read_resource(uri, timeout)
-        self.tape.recorded_interaction(self, "resource", uri, {}, raw, time.perf_counter() - t0)
+        self.deck.recorded_interaction(self, "resource", uri, {}, raw, time.perf_counter() - t0)
         return raw
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, timeout: float | None) -> Any:
         t0 = time.perf_counter()
         raw = await super().get_prompt(name, arguments, timeout)
-        self.tape.recorded_interaction(self, "prompt", name, arguments or {}, raw, time.perf_counter() - t0)
+        self.deck.recorded_interaction(self, "prompt", name, arguments or {}, raw, time.perf_counter() - t0)
         return raw
 
     async def list_resources(self) -> list[Any]:
         items = await super().list_resources()
-        self.tape.listed(self, "resources", items)
+        self.deck.listed(self, "resources", items)
         return items
 
     async def list_resource_templates(self) -> list[Any]:
         items = await super().list_resource_templates()
-        self.tape.listed(self, "resource_templates", items)
+        self.deck.listed(self, "resource_templates", items)
         return items
 
     async def list_prompts(self) -> list[Any]:
         items = await super().list_prompts()
-        self.tape.listed(self, "prompts", items)
+        self.deck.listed(self, "prompts", items)
         return items
 
 
@@ -214,10 +214,10 @@ class ReplayConnection(Connection):
     """
 
     def __init__(
-        self, tape: Tape, replay: Replay, toolbox: str, name: str, config: ServerConfig, **options: Any
+        self, deck: CassetteDeck, replay: Replay, toolbox: str, name: str, config: ServerConfig, **options: Any
     ) -> None:
         super().__init__(toolbox, name, config, **options)
-        self.tape = tape
+        self.deck = deck
         self.replay = replay
         self.replayed_last = False
         self._options = options
@@ -281,7 +281,7 @@ class ReplayConnection(Connection):
 
     async def _live_connection(self) -> Connection:
         if self._live is None:
-            self._live = TapedConnection(self.tape, self.toolbox, self.name, self.config, **self._options)
+            self._live = RecordedConnection(self.deck, self.toolbox, self.name, self.config, **self._options)
         await self._live.ensure_connected()
         return self._live
 
