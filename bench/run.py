@@ -36,6 +36,7 @@ PLAN: list[tuple[str, ...]] = [
     ("firstuse",),
     ("calls",),
     ("throughput",),
+    ("batch",),
     ("open",),
     ("memory_wb", "memory_raw"),
     ("scale",),
@@ -46,6 +47,7 @@ TIMEOUT = {
     "firstuse": 210,
     "calls": 150,
     "throughput": 150,
+    "batch": 120,
     "open": 330,
     "memory_wb": 200,
     "memory_raw": 200,
@@ -54,7 +56,7 @@ TIMEOUT = {
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
 RESERVE_AFTER_OPEN = 270.0  # what memory, scale and proxy need after the open section
-SECTIONS = {"imports", "firstuse", "calls", "throughput", "open", "memory", "scale", "proxy"}
+SECTIONS = {"imports", "firstuse", "calls", "throughput", "batch", "open", "memory", "scale", "proxy"}
 
 
 # ---------------------------------------------------------------------------- workers

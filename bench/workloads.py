@@ -290,22 +290,8 @@ def throughput(quick: bool) -> dict[str, Any]:
         "wb_acall": lambda: run(wb_acall_gather()),
         "wb_submit": wb_submit_window,
     }
-    for fn in methods.values():  # warm-up
-        fn()
     names = list(methods)
-    walls: dict[str, list[float]] = {m: [] for m in names}
-    ccpu: dict[str, float] = dict.fromkeys(names, 0.0)
-    scpu: dict[str, float] = dict.fromkeys(names, 0.0)
-    for r in range(reps):
-        for m in names[r % len(names) :] + names[: r % len(names)]:
-            spids = raw_pids if m == "raw" else wb_pids
-            s0 = sum(cpu_seconds(p) for p in spids)
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            methods[m]()
-            walls[m].append(time.perf_counter() - t0)
-            ccpu[m] += time.process_time() - c0
-            scpu[m] += sum(cpu_seconds(p) for p in spids) - s0
+    walls, ccpu, scpu = interleaved(methods, reps, lambda m: raw_pids if m == "raw" else wb_pids)
 
     wb.close_all()
     run(asyncio.gather(*(o.stop() for o in raws)))
@@ -343,6 +329,93 @@ def throughput(quick: bool) -> dict[str, Any]:
             )
         )
     return {"rows": rows, "meta": {"callers": callers, "servers": nservers, "calls": total, "reps": reps}}
+
+
+# =========================================================================== 9. batches
+
+
+def batch(quick: bool) -> dict[str, Any]:
+    """`wb.map` of 1,000 `echo` calls at concurrency 16 on one server, against the raw SDK's
+    `asyncio.gather` under an `asyncio.Semaphore(16)` on one `mcp.Client` session."""
+    total = 200 if quick else 1000
+    reps = 2 if quick else 7
+    concurrency = 16
+    loop = _loop()
+    run = loop.run_until_complete
+
+    before = children(recursive=False)
+    raw = Owned(raw_client(test_server()))
+    run(raw.start())
+    raw_pids = new_children(before)
+    client = raw.value
+
+    before = children(recursive=False)
+    wb = _workbench({"t": {"s": test_server()}})
+    wb.open("t")
+    wb_pids = new_children(before)
+    rows = [dict(ECHO) for _ in range(total)]
+
+    async def raw_gather() -> None:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one() -> None:
+            async with sem:
+                await client.call_tool("echo", ECHO)
+
+        await asyncio.gather(*(one() for _ in range(total)))
+
+    def wb_map(progress: bool) -> Callable[[], None]:
+        def go() -> None:
+            saved = sys.stderr
+            sys.stderr = devnull()  # the bar's text (tqdm writes to sys.stderr)
+            try:
+                result = wb.map("t/s/echo", rows, concurrency=concurrency, progress=progress)
+            finally:
+                sys.stderr = saved
+            if result.errors or result.tool_errors or len(result) != total:
+                raise RuntimeError(f"the bench batch failed: {result!r}")
+
+        return go
+
+    methods: dict[str, Callable[[], None]] = {
+        "raw": lambda: run(raw_gather()),
+        "wb_map": wb_map(False),
+        "wb_map_progress": wb_map(True),
+    }
+    names = list(methods)
+    walls, ccpu, scpu = interleaved(methods, reps, lambda m: raw_pids if m == "raw" else wb_pids)
+
+    wb.close_all()
+    run(raw.stop())
+    loop.close()
+
+    labels = {
+        "raw": f"raw SDK: gather, Semaphore({concurrency}), one session",
+        "wb_map": f"wb.map(concurrency={concurrency}, progress=False)",
+        "wb_map_progress": f"(info) wb.map(concurrency={concurrency}) with its progress bar",
+    }
+    out = []
+    for m in names:
+        goals = [{"kind": "ratio_max", "of": "batch/raw", "value": 1.2, "text": "≤ 1.2× raw"}] if m == "wb_map" else []
+        med = sorted(walls[m])[len(walls[m]) // 2]
+        out.append(
+            row(
+                "9. batch",
+                f"batch/{m}",
+                f"{labels[m]} ({total} echo calls)",
+                "s",
+                walls[m],
+                baseline=None if m == "raw" else "batch/raw",
+                goals=goals,
+                extra={
+                    "calls": total,
+                    "calls_per_s_median": total / med,
+                    "client_cpu_ms_per_call": ccpu[m] * 1000 / (total * reps),
+                    "server_cpu_ms_per_call": scpu[m] * 1000 / (total * reps),
+                },
+            )
+        )
+    return {"rows": out, "meta": {"concurrency": concurrency, "calls": total, "reps": reps}}
 
 
 # =========================================================================== 3. open scaling
@@ -919,6 +992,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "firstuse": firstuse,
     "calls": calls,
     "throughput": throughput,
+    "batch": batch,
     "open": open_scaling,
     "memory_wb": memory_wb,
     "memory_raw": memory_raw,
@@ -945,3 +1019,27 @@ def main(name: str, quick: bool, out: str) -> int:
     with open(out, "w") as f:
         json.dump(result, f)
     return 0
+
+
+def interleaved(
+    methods: dict[str, Callable[[], None]], reps: int, pids_of: Callable[[str], list[int]]
+) -> tuple[dict[str, list[float]], dict[str, float], dict[str, float]]:
+    """Run each method once to warm up, then `reps` interleaved rounds (rotating order): each
+    method's wall times, and the client's and its servers' CPU seconds over all rounds."""
+    for fn in methods.values():  # warm-up
+        fn()
+    names = list(methods)
+    walls: dict[str, list[float]] = {m: [] for m in names}
+    ccpu: dict[str, float] = dict.fromkeys(names, 0.0)
+    scpu: dict[str, float] = dict.fromkeys(names, 0.0)
+    for r in range(reps):
+        for m in names[r % len(names) :] + names[: r % len(names)]:
+            spids = pids_of(m)
+            s0 = sum(cpu_seconds(p) for p in spids)
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            methods[m]()
+            walls[m].append(time.perf_counter() - t0)
+            ccpu[m] += time.process_time() - c0
+            scpu[m] += sum(cpu_seconds(p) for p in spids) - s0
+    return walls, ccpu, scpu

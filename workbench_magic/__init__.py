@@ -30,7 +30,9 @@ from workbench_magic.vocabulary.version import __version__
 
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppView
+    from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
+    from workbench_magic.vocabulary.batches import Batch
     from workbench_magic.vocabulary.events import (
         PromptsChanged,
         ResourcesChanged,
@@ -55,6 +57,8 @@ _LAZY = {
     "ToolResult": "workbench_magic.vocabulary.results",
     "ToolInfo": "workbench_magic.vocabulary.listings",
     "AppView": "workbench_magic.api.apps",
+    "Batch": "workbench_magic.vocabulary.batches",
+    "TaskHandle": "workbench_magic.api.tasks",
     "ToolsChanged": "workbench_magic.vocabulary.events",
     "ResourcesChanged": "workbench_magic.vocabulary.events",
     "PromptsChanged": "workbench_magic.vocabulary.events",
@@ -92,6 +96,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "AppView",
     "ArgumentError",
+    "Batch",
     "CallTimeoutError",
     "ConfigError",
     "ConnectError",
@@ -104,6 +109,7 @@ __all__ = [
     "ResourcesChanged",
     "ServerNotFoundError",
     "StatusChanged",
+    "TaskHandle",
     "TaskRequiredError",
     "ToolError",
     "ToolIdentifier",

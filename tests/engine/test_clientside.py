@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, SERVERS, npm_server, toolbox
 
-from workbench_magic import TaskRequiredError, ToolError, UrlElicitationRequired, Workbench
+from workbench_magic import ToolError, UrlElicitationRequired, Workbench
 
 ERAS = [pytest.param("cs", "2026-07-28", id="2026-07-28"), pytest.param("csl", "2025-11-25", id="2025-11-25")]
 
@@ -305,14 +305,15 @@ def test_watching_a_resource(both, server: str, protocol: str) -> None:
     assert watch.updates == 1
 
 
-def test_task_only_tools_fail_before_sending(both) -> None:
+def test_a_task_only_tool_runs_as_a_task_and_a_server_may_answer_at_once(both) -> None:
+    """`needs_task` requires a task (handshake-era listings say so); the SDK's server answers a
+    task-augmented call with the result itself, which is the call's result (tests/engine/
+    test_tasks.py runs real tasks)."""
     wb = both()
     calls = len(wb.history)
-    with pytest.raises(
-        TaskRequiredError, match=r"^Tool 'needs_task' in server 'csl' \(toolbox 't'\) must run as a task"
-    ):
-        wb.call("t/csl/needs_task")
-    assert len(wb.history) == calls  # nothing was sent
+    result = wb.call("t/csl/needs_task")
+    assert not result.is_error and result.text == "ran"
+    assert len(wb.history) == calls + 1
 
 
 def test_acall_asks_with_a_widget_form_on_the_callers_loop(both, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -236,3 +236,51 @@ def test_elicitation_asks_the_person_with_input_in_a_kernel(tmp_path: Path) -> N
         assert '"action": "decline"' in text_of(k.drain(msg_id))
     finally:
         k.shutdown()
+
+
+def _displays(kernel: Kernel, until: Any, timeout: float = 30) -> list[dict[str, Any]]:
+    """iopub display messages (any parent) until `until(messages)` holds or `timeout` passes."""
+    import queue
+
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while not until(seen) and time.monotonic() < deadline:
+        try:
+            msg = kernel.kc.get_iopub_msg(timeout=0.5)
+        except queue.Empty:
+            continue
+        if msg["msg_type"] in ("display_data", "update_display_data"):
+            seen.append(msg)
+    return seen
+
+
+def test_a_started_task_shows_one_line_that_becomes_its_result(kernel: Kernel) -> None:
+    kernel.execute("%load_ext workbench_magic")
+    reply, out = kernel.execute("%%use_tool t/s/slow --task -o h\nsteps: 3\ndelay: 0.3")
+    assert reply["status"] == "ok"
+    shown = [m for m in out if m["msg_type"] == "display_data" and m["content"].get("transient", {}).get("display_id")]
+    assert len(shown) == 1 and "t1 t/s/slow working" in shown[0]["content"]["data"]["text/plain"]
+    display_id = shown[0]["content"]["transient"]["display_id"]
+
+    def ended(messages: list[dict[str, Any]]) -> bool:
+        return any("done 3 steps" in str(m["content"]["data"].get("text/plain", "")) for m in messages)
+
+    updates = _displays(kernel, ended)
+    assert ended(updates), [m["content"]["data"].get("text/plain") for m in updates]
+    assert {m["content"]["transient"]["display_id"] for m in updates} == {display_id}  # the same line, in place
+    reply, out = kernel.execute("print(h.status, h.result().text)")
+    assert "completed done 3 steps" in text_of(out)
+    reply, out = kernel.execute("%workbench tasks")
+    assert "t1 t/s/slow completed" in text_of(out)
+
+
+def test_workbench_cancel_stops_a_started_task(kernel: Kernel) -> None:
+    kernel.execute("%load_ext workbench_magic")
+    reply, _ = kernel.execute("%%use_tool t/s/sleep --task -o h\nseconds: 30")
+    assert reply["status"] == "ok"
+    reply, out = kernel.execute("%workbench cancel t1")
+    assert reply["status"] == "ok" and "Cancelling t1 (t/s/sleep)" in text_of(out)
+    reply, out = kernel.execute("try:\n    h.result(timeout=20)\nexcept Exception as e:\n    print(e)\nh.status")
+    assert "Task t1 (t/s/sleep) was cancelled" in text_of(out) and "'cancelled'" in text_of(out)
+    reply, out = kernel.execute("%workbench cancel t9")
+    assert reply["status"] == "error" and reply["evalue"] == "No task 't9' in this session (tasks: t1)"

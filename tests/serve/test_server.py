@@ -476,3 +476,31 @@ def test_a_server_served_off_its_workbench_loop_says_where_to_serve_it() -> None
         assert not listed.is_error and json.loads(text(listed))["toolboxes"][0]["name"] == "t"
     finally:
         wb.close_all()
+
+
+def test_use_tool_of_a_task_required_tool_waits_downstream_and_forwards_its_status_as_progress() -> None:
+    from workbench_magic import Workbench
+    from workbench_magic.serve.server import WorkbenchServer
+
+    wb = Workbench({"toolboxes": {"t": toolbox({"ev": npm_server("everything")})}})
+    server = WorkbenchServer(wb)
+    heard: list[str | None] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    async def main() -> Any:
+        async with Client(server, mode="legacy") as c:
+            await c.call_tool("open_toolbox", {"toolbox": "t"})
+            tool = {"toolbox": "t", "server": "ev", "name": "simulate-research-query"}
+            return await c.call_tool(
+                "use_tool", {"tool": tool, "arguments": {"topic": "eels"}}, progress_callback=progress
+            )
+
+    try:
+        answer = wb.run_on_loop(main())
+        assert not answer.is_error and text(answer).startswith("# Research Report: eels")
+        assert heard[:2] == ["Gathering sources...", "Analyzing content..."] and "Generating report..." in heard
+    finally:
+        server.close()
+        wb.close_all()

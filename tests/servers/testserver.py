@@ -25,6 +25,10 @@ Tools:
 * ``image()``: a small PNG; ``table(n)``: ``n`` records, structured as ``{"result": [...]}``
 * ``nested(config)``: echoes a nested pydantic model (``$defs``/``$ref`` in the input schema)
 * ``exit_now(code)``: the process exits mid-call
+* ``divide(a, b)``: ``a / b``; dividing by zero is an ``is_error`` result
+* ``hold(key)`` waits until ``release([key, ...])`` (at once if released before); ``held()`` tells
+  what waits now, the most that waited at once, and which keys finished or were cancelled, in
+  order (for tests of concurrency and order without timing)
 * ``ns/sub.tool`` and ``double__under``: echo, under awkward names
 * with ``--many N``: ``tool_0000`` .. ``tool_{N-1}``, each ``(x: int = 0) -> x + i``
 
@@ -292,6 +296,51 @@ def exit_now(code: int = 1) -> str:
     os._exit(code)
 
 
+def divide(a: float, b: float) -> float:
+    """``a / b``; dividing by zero is an ``is_error`` result."""
+    if b == 0:
+        raise AnticipatedError("division by zero")
+    return a / b
+
+
+# Calls held until released (this process's state: one server process per connection).
+_HOLDING: dict[str, anyio.Event] = {}
+_RELEASED: set[str] = set()
+_HOLDS: dict[str, Any] = {"peak": 0, "finished": [], "cancelled": []}
+
+
+async def hold(key: str) -> str:
+    """Wait until ``release`` names ``key`` (at once if it already did); returns ``key``."""
+    event = _HOLDING[key] = anyio.Event()
+    _HOLDS["peak"] = max(_HOLDS["peak"], len(_HOLDING))
+    if key in _RELEASED:
+        event.set()
+    try:
+        await event.wait()
+    except anyio.get_cancelled_exc_class():
+        _HOLDS["cancelled"].append(key)
+        raise
+    finally:
+        del _HOLDING[key]
+    _HOLDS["finished"].append(key)
+    return key
+
+
+def release(keys: list[str]) -> int:
+    """Let the ``hold`` calls of ``keys`` return (now, or as soon as they come); how many waited."""
+    _RELEASED.update(keys)
+    waiting = [_HOLDING[k] for k in keys if k in _HOLDING]
+    for event in waiting:
+        event.set()
+    return len(waiting)
+
+
+def held() -> dict[str, Any]:
+    """``{"held": keys waiting now (sorted), "peak": most waiting at once, "finished": [...],
+    "cancelled": [...]}`` (both in the order it happened)."""
+    return {"held": sorted(_HOLDING), **_HOLDS}
+
+
 def _numbered_tool(i: int) -> Callable[[int], int]:
     """The ``--many`` tool number ``i``."""
 
@@ -331,7 +380,7 @@ def build_server(name: str = "testserver", many: int = 0, *, slow_answers: bool 
     """Build the test server with every tool, the resource and the prompt."""
     functions: list[Callable[..., Any]] = [
         *(echo, whoami, add, env, cwd, slow, sleep, fail, crash, stderr, add_tool, remove_tool),
-        *(image, table, nested, exit_now),
+        *(image, table, nested, exit_now, divide, hold, release, held),
     ]
     tools = [Tool.from_function(fn) for fn in functions]
     tools += [Tool.from_function(fn) for fn in (add_resource, add_prompt)]

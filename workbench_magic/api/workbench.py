@@ -23,8 +23,10 @@ from traitlets.config import Config, Configurable
 
 from workbench_magic.api import exporting
 from workbench_magic.api.asking import awaited_asker, waiting_channel
+from workbench_magic.api.batches import Batch, run_batch
 from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.server_features import ServerFeatures, parse_identifier, parse_target, server_target
+from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, run_job
 from workbench_magic.api.toolboxes import OpenedToolbox
 from workbench_magic.engine.cassette_deck import CassetteDeck, Recording
 from workbench_magic.engine.clientside import LOG_LEVELS
@@ -35,6 +37,7 @@ from workbench_magic.vocabulary.errors import (
     UsageError,
     WorkbenchError,
     server_not_found,
+    task_not_found,
     toolbox_not_open,
 )
 from workbench_magic.vocabulary.events import Event
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
     from workbench_magic.engine import server_features
     from workbench_magic.engine.clientside import ElicitationHandler, RootsSource, SamplingHandler
     from workbench_magic.engine.connection import ProgressCallback
+    from workbench_magic.engine.jobs import Job
+    from workbench_magic.engine.tasks import StatusCallback
     from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
     from workbench_magic.vocabulary.results import PromptResult, ResourceResult
 
@@ -564,6 +569,26 @@ class Workbench(Configurable):
             self._interrupted(exc, identifier, arguments)
             raise
 
+    def map(
+        self,
+        target: Any,
+        rows: Any,
+        *,
+        concurrency: int = 8,
+        timeout: float | None = None,
+        progress: bool = True,
+    ) -> Batch:
+        """Call one tool once per row (argument mappings, or a DataFrame's lines), at most
+        `concurrency` calls at once, with a progress bar (`progress=False`: none); a `Batch` in row order.
+
+        A tool error stays that row's result (`.is_error`); a row whose call raised (a timeout,
+        arguments that do not fit) is None, its error in `Batch.errors`: neither stops the batch.
+        `timeout` is per call. Ctrl-C / kernel interrupt cancels the calls still running, on the server.
+        """
+        return run_batch(
+            self._acall, self._run, target, rows, concurrency=concurrency, timeout=timeout, progress=progress
+        )
+
     def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
         """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
         if not self.render_apps:
@@ -583,15 +608,74 @@ class Workbench(Configurable):
         arguments: Mapping[str, Any] | None,
         timeout: float | None,
         progress: ProgressCallback | None,
+        *,
+        prefer_task: bool = False,
+        on_status: StatusCallback | None = None,
     ) -> ToolResult:
         ident = parse_identifier(identifier)
         args = dict(arguments or {})
-        call = self._core.call(ident, args, timeout, progress, self.settings, _check_arguments)
+        call = self._core.call(
+            ident,
+            args,
+            timeout,
+            progress,
+            self.settings,
+            _check_arguments,
+            prefer_task=prefer_task,
+            on_status=on_status,
+        )
         if not self.render_apps:
             return await call
         from workbench_magic.api.apps import AppHost, with_view
 
         return await with_view(call, AppHost(self, self._core, self._loop), ident, args)
+
+    # ---- long-running work (api/tasks.py) ---------------------------------------------------
+    def start(
+        self,
+        target: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> TaskHandle:
+        """Start a call and return its `TaskHandle` at once: an MCP task where the server runs the
+        tool as one (`execution.taskSupport` required or optional), else a call in the background.
+
+        `handle.result()` waits, `handle.cancel()` stops it (on the server too), `await handle`
+        works on any loop; `wb.tasks()` lists the session's handles. In a kernel the server's
+        questions and `progress` reach this cell's loop; elsewhere questions go to
+        `elicitation_handler` (else they are declined).
+        """
+        ident = parse_identifier(target)
+        args = dict(arguments or {})
+        channel: Channel | None = None
+        try:
+            channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+        except RuntimeError:
+            pass
+        core, loop = self._core, self._loop
+
+        def begin() -> Job:
+            job = core.jobs.new(ident, args)
+            work = self._acall(ident, args, timeout, progress, prefer_task=True, on_status=following(job))
+            job.call = loop.spawn(run_job(job, work), channel)
+            return job
+
+        return handle_of(loop.run_sync(begin), loop)
+
+    def tasks(self) -> TaskList:
+        """This session's `TaskHandle`s (`wb.start`), running first; a line each."""
+        core, loop = self._core, self._loop
+        return TaskList(handle_of(job, loop) for job in loop.run_sync(core.jobs.listing))
+
+    def task(self, id: str) -> TaskHandle:
+        """The handle of task `id` (`t1`), or `NotFoundError`."""
+        core, loop = self._core, self._loop
+        job = loop.run_sync(lambda: core.jobs.get(id))
+        if job is None:
+            raise NotFoundError(task_not_found(id, [h.id for h in self.tasks()]))
+        return handle_of(job, loop)
 
     # ---- record, replay, export (cassette_deck.py, export.py) -----------------------------------------
     def record(self, path: str | os.PathLike[str] | None) -> Recording:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.cassette import Cassette, CassetteError, Recorder, Replay, tool_info
 from workbench_magic.engine.connection import Connection, ProgressCallback
+from workbench_magic.engine.tasks import StatusCallback
 from workbench_magic.vocabulary.errors import ConnectError
 from workbench_magic.vocabulary.masking import mask_value
 
@@ -171,10 +172,19 @@ class RecordedConnection(Connection):
         self.deck = deck
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None, progress: ProgressCallback | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+        task: bool = False,
+        on_status: StatusCallback | None = None,
     ) -> Any:
         t0 = time.perf_counter()
-        raw = await super().call_tool(name, arguments, timeout=timeout, progress=progress)
+        raw = await super().call_tool(
+            name, arguments, timeout=timeout, progress=progress, task=task, on_status=on_status
+        )
         self.deck.recorded_interaction(self, "tool", name, arguments, raw, time.perf_counter() - t0)
         return raw
 
@@ -286,7 +296,14 @@ class ReplayConnection(Connection):
         return self._live
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None, progress: ProgressCallback | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+        task: bool = False,
+        on_status: StatusCallback | None = None,
     ) -> Any:
         from mcp_types import CallToolResult
 
@@ -294,7 +311,9 @@ class ReplayConnection(Connection):
         self.replayed_last = entry is not None
         if entry is None:
             live = await self._live_connection()
-            return await live.call_tool(name, arguments, timeout=timeout, progress=progress)
+            return await live.call_tool(
+                name, arguments, timeout=timeout, progress=progress, task=task, on_status=on_status
+            )
         return CallToolResult.model_validate(entry["result"])
 
     async def read_resource(self, uri: str, timeout: float | None) -> Any:

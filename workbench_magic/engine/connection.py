@@ -24,13 +24,16 @@ from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
+from workbench_magic.engine.tasks import MODERN_TASKS, ClientTasks, StatusCallback, call_as_task
 from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, handshake_era, make_transport
 from workbench_magic.vocabulary.errors import (
     ConnectError,
+    TaskRequiredError,
     WorkbenchError,
     connect_text,
     describe_exception,
     leaf_exception,
+    request_text,
 )
 from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo
 from workbench_magic.vocabulary.masking import mask
@@ -135,6 +138,8 @@ class Connection:
         """Seconds a listing may take (calls, reads and prompts are given theirs)."""
         self._in_flight: list[_InFlight] = []
         self.subscriptions = ResourceSubscriptions(self)
+        self.client_tasks = ClientTasks(sampling=False)
+        """The tasks this client runs for the server's requests (replaced with each session)."""
         self.stop_policy = StopPolicy()
         """How the current stdio transport stops its process (read when it stops, see `_abandon`, `hurry`)."""
 
@@ -331,7 +336,23 @@ class Connection:
             server=self.server_object,
             stop=self.stop_policy,
         )
-        return Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
+        client = Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
+        if self.client_side is not None:
+            self._offer_client_tasks(client)
+        return client
+
+    def _offer_client_tasks(self, client: Client) -> None:
+        """Client-side tasks (tasks.py) for each session the client builds: the session's hooks
+        are set before it starts."""
+        build = client._build_session
+        tasks = self.client_tasks = ClientTasks(sampling=self.sampling)
+
+        async def build_with_tasks(stack: Any) -> Any:
+            session = await build(stack)
+            tasks.install(session)
+            return session
+
+        client._build_session = build_with_tasks  # type: ignore[method-assign,assignment]
 
     def _client_options(self) -> dict[str, Any]:
         """Who we are and which client features we offer this server (its capabilities follow)."""
@@ -418,6 +439,7 @@ class Connection:
             if current():
                 self._client = None
                 self.subscriptions.session_ended()
+                self.client_tasks.close()
                 if self.status == "connected":
                     self._set("disconnected", "connection closed")
             self.log.mark(f"{label} ended")
@@ -569,8 +591,12 @@ class Connection:
         *,
         timeout: float | None,
         progress: ProgressCallback | None = None,
+        task: bool = False,
+        on_status: StatusCallback | None = None,
     ) -> Any:
-        """Send `tools/call`; cancellation (timeout, interrupt) cancels it on the server."""
+        """Send `tools/call`; cancellation (timeout, interrupt) cancels it on the server.
+
+        `task`: run it as an MCP task (tasks.py), `on_status` hearing each status."""
         await self.ensure_connected()
         client = self.client()
 
@@ -583,6 +609,11 @@ class Connection:
                     await out
 
         with self._request("call", name, timeout):
+            if task:
+                if self.modern:
+                    raise TaskRequiredError(f"{request_text('call', name, self.name, self.toolbox)}: {MODERN_TASKS}")
+                answer = on_progress if progress is not None else None
+                return await call_as_task(client.session, name, arguments, on_status=on_status, progress=answer)
             return await client.call_tool(
                 name, arguments, progress_callback=on_progress if progress is not None else None
             )

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
 from workbench_magic.engine.connection import Connection
+from workbench_magic.engine.jobs import Jobs
 from workbench_magic.engine.runtime import current_channel
+from workbench_magic.engine.tasks import StatusCallback
 from workbench_magic.vocabulary.errors import (
-    TaskRequiredError,
     WorkbenchError,
     connect_text,
     describe_exception,
@@ -111,6 +112,8 @@ class Core:
         self._live: dict[tuple[str, str], Any] = {}
         """The server objects added from the notebook (`add_server`; their config is in `settings`)."""
         self.client_side = ClientSide(lambda: self.options, self._remember_request)
+        self.jobs = Jobs()
+        """What `wb.start` started, in start order."""
         self.connection_factory = connection_factory
         """Makes each server's connection (the workbench's is its record/replay `CassetteDeck.connection`)."""
 
@@ -401,16 +404,18 @@ class Core:
         progress: ProgressCallback | None,
         settings: WorkbenchConfig,
         validate: Callable[[ToolInfo, dict[str, Any]], None] | None,
+        *,
+        prefer_task: bool = False,
+        on_status: StatusCallback | None = None,
     ) -> ToolResult:
-        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one."""
+        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one.
+
+        A tool that requires a task runs as an MCP task, and so does one that allows it when
+        `prefer_task` (`wb.start`); `on_status` hears the task's statuses."""
         conn = await self.connection_opening(ident.toolbox, ident.server, settings)
         await conn.ensure_connected()  # connected: the snapshot holds its tools (see `tool`)
         tool = self.tool(ident, settings)
-        if tool.task_support == "required":
-            raise TaskRequiredError(
-                f"Tool '{ident.name}' in server '{ident.server}' (toolbox '{ident.toolbox}') must run as a task "
-                "(execution.taskSupport: required); task-based tools are not supported yet"
-            )
+        as_task = tool.task_support == "required" or (prefer_task and tool.task_support == "optional")
         if validate is not None and self.options.validate_arguments:
             validate(tool, args)
         limit = timeout if timeout is not None else conn.config.timeout or self.options.timeout
@@ -418,7 +423,9 @@ class Core:
         t0 = time.perf_counter()
         error: WorkbenchError | None = None
         try:
-            raw = await conn.call_tool(ident.name, args, timeout=limit, progress=_to_caller(progress))
+            raw = await conn.call_tool(
+                ident.name, args, timeout=limit, progress=_to_caller(progress), task=as_task, on_status=on_status
+            )
         except asyncio.CancelledError:
             self._remember_call(ident, args, started, t0, False, "cancelled", conn.secrets)
             raise

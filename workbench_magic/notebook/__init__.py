@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import os
 
     from workbench_magic.api.apps import AppView
+    from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.engine.clientside import Asker
 
@@ -27,10 +28,18 @@ def install() -> None:
     _installed = True
     from workbench_magic.api import asking, exporting
     from workbench_magic.api.apps import set_app_framer
+    from workbench_magic.api.tasks import set_task_display
 
     set_app_framer(_app_frame)  # a displayed result with an MCP App shows the app's frame
     asking.set_awaited_asker(_awaited_asker)  # `await wb.acall(...)` in a kernel asks with a widget form
     exporting.set_notebook_exporter(_export_notebook)  # `wb.export_notebook(path)`
+    set_task_display(_task_line)  # a `wb.start` handle: one status line, updated in place
+
+
+def _task_line(handle: TaskHandle) -> None:
+    from workbench_magic.notebook.views import show_task_line
+
+    show_task_line(handle)
 
 
 def _app_frame(view: AppView, bundle: dict[str, Any]) -> dict[str, Any]:

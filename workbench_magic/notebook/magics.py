@@ -244,6 +244,21 @@ class WorkbenchMagics(Magics):
         ns = p.parse(args)
         return TextView(f"Exported the session to {self.workbench.export_notebook(ns.path)}")
 
+    def _cmd_tasks(self, args: list[str]) -> Any:
+        self._parser("tasks").parse(args)
+        return self.workbench.tasks()
+
+    def _cmd_cancel(self, args: list[str]) -> Any:
+        from workbench_magic.notebook.views import TextView
+
+        p = self._parser("cancel")
+        p.add_argument("id")
+        ns = p.parse(args)
+        handle = self.workbench.task(ns.id)
+        if handle.cancel():
+            return TextView(f"Cancelling {handle.id} ({handle.identifier})")
+        return TextView(f"{handle.id} ({handle.identifier}) had ended: {handle.status}")
+
     # ---- %%use_tool / %use_tool -------------------------------------------------------------
     @no_var_expand  # $name is resolved by us, keeping the object's type
     @line_cell_magic("use_tool")  # type: ignore[arg-type]  # IPython's decorator types are too narrow
@@ -256,6 +271,7 @@ class WorkbenchMagics(Magics):
         p.add_argument("-o", "--output", dest="output", default=None)
         p.add_argument("--timeout", type=float, default=None)
         p.add_argument("--no-raise", dest="no_raise", action="store_true")
+        p.add_argument("--task", action="store_true")
         ns = p.parse(split_line(line))
         if cell is not None and ns.pairs:
             raise_alone(UsageError("%%use_tool takes its arguments from the cell body, not key=value words"))
@@ -264,6 +280,11 @@ class WorkbenchMagics(Magics):
         raw = parse_body(cell) if cell is not None else parse_pairs(ns.pairs)
         namespace = self.namespace
         arguments = substitute(raw, namespace)
+        if ns.task:  # the handle at once: its line follows the work in this cell's output
+            handle = self.workbench.start(ns.tool, arguments, timeout=ns.timeout)
+            if ns.output:
+                namespace[ns.output] = handle
+            return handle
         result = self._call_with_progress(ns.tool, arguments, ns.timeout)
         if ns.output:
             namespace[ns.output] = result

@@ -49,6 +49,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reconnect": ("%workbench reconnect TOOLBOX[/SERVER]", "Restart and reconnect a server or a whole toolbox."),
     "logs": ("%workbench logs TOOLBOX/SERVER", "A server's log: its stderr and the log messages it sent."),
     "history": ("%workbench history", "Every tool call of this session: tool, arguments, time, ok or error."),
+    "tasks": ("%workbench tasks", "The tasks of this session (%%use_tool --task, wb.start): running first."),
+    "cancel": ("%workbench cancel ID", "Cancel a task of this session (an MCP task is cancelled on its server)."),
     "record": (
         "%workbench record PATH | stop",
         "Record every tool call, resource read and prompt get to a cassette (JSON, secrets masked),\n"
@@ -67,7 +69,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 USE_TOOL_HELP = """\
-%%use_tool TOOLBOX/SERVER/TOOL [-o NAME] [--timeout S] [--no-raise]
+%%use_tool TOOLBOX/SERVER/TOOL [-o NAME] [--timeout S] [--no-raise] [--task]
 <arguments as a YAML or JSON mapping>
 
 result = %use_tool TOOLBOX/SERVER/TOOL key=value ... [-o NAME] [--timeout S] [--no-raise]
@@ -75,7 +77,9 @@ result = %use_tool TOOLBOX/SERVER/TOOL key=value ... [-o NAME] [--timeout S] [--
 A whole value `$name` is the Python object `name` (`$$` writes a literal `$`).
 The cell's value is the ToolResult; -o NAME also stores it in NAME. When the tool reports an
 error, the result is shown and ToolError is raised (--no-raise, or
-%config Workbench.raise_on_error = False, to go on)."""
+%config Workbench.raise_on_error = False, to go on). --task starts the call and returns its
+TaskHandle at once (-o NAME stores the handle): one line that follows the work and becomes the
+result (%workbench tasks, %workbench cancel ID)."""
 
 
 def help_text(subcommand: str | None = None) -> str:

@@ -12,6 +12,7 @@ from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo, status_t
 from workbench_magic.vocabulary.masking import mask
 
 if TYPE_CHECKING:
+    from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.config.models import WorkbenchConfig
 
@@ -197,3 +198,34 @@ class ToolDescription(_View):
 def _yaml_line(yaml: Any, name: str, value: Any) -> str:
     dumped = yaml.safe_dump({name: value}, default_flow_style=None, sort_keys=False, allow_unicode=True)
     return str(dumped).rstrip("\n")
+
+
+def show_task_line(handle: TaskHandle) -> None:
+    """Show a `wb.start` handle as one line in the cell, updated in place on the kernel's loop as
+    the task moves on; once the work has ended, the line becomes its result (or its error)."""
+    import asyncio
+
+    from IPython.display import display
+
+    from workbench_magic.engine.runtime import LoopChannel
+    from workbench_magic.vocabulary.errors import WorkbenchError
+
+    shown = display(TextView(handle.line()), display_id=True)
+    try:
+        loop = asyncio.get_running_loop()  # a kernel runs its cells on its loop
+    except RuntimeError:
+        return  # no loop to update on: the line stays as it was when shown
+    stop: Any = None
+
+    def update(current: TaskHandle) -> None:
+        if not current.done():
+            shown.update(TextView(current.line()))
+            return
+        if stop is not None:
+            stop()
+        try:
+            shown.update(current.result())
+        except (WorkbenchError, TimeoutError):
+            shown.update(TextView(current.line()))
+
+    stop = handle.listen(update, LoopChannel(loop))

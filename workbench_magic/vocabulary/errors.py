@@ -159,10 +159,17 @@ class UrlElicitationRequired(RequestError):
 
 
 class TaskRequiredError(ToolError):
-    """The tool must be run as a task (`execution.taskSupport: required`), which is not supported yet."""
+    """The tool must run as a task (`execution.taskSupport: required`), and its server's protocol
+    era has no task the workbench can run (2026-07-28: an extension the MCP SDK lacks)."""
 
 
 # ---- the one text of each user-facing error ---------------------------------------------------
+def task_not_found(id: str, known: Iterable[str]) -> str:
+    """`No task 't9' in this session (tasks: t1, t2)`."""
+    shown = ", ".join(known) or "none yet"
+    return f"No task '{id}' in this session (tasks: {shown})"
+
+
 def toolbox_not_found(name: str, available: Iterable[str]) -> ToolboxNotFoundError:
     """`Toolbox 'x' not found. Available toolboxes: a, b` (`(none)` when there is none)."""
     shown = ", ".join(sorted(available)) or "(none)"

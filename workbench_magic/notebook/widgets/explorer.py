@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 
 FORM_CACHE = 32
 """Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
+TABS = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks")
+"""The explorer's tabs, in order."""
+TICKING = ("Logs", "Resources", "Tasks")
+"""The tabs brought up to date every second while they show."""
 
 
 def _kernel_channel() -> Channel:
@@ -159,10 +163,10 @@ class Explorer:
             layout=w.Layout(width="64%"),
         )
         self._panes = self._make_panes()
-        self.tabs = w.Tab(
-            children=[w.HBox([left, right]), *(pane.widget for pane in self._panes.values()), self.history_pane]
-        )
-        self.tabs.titles = ("Tools", "Resources", "Prompts", "Logs", "History")
+        pages = {"Tools": w.HBox([left, right]), "History": self.history_pane}
+        pages.update((title, pane.widget) for title, pane in self._panes.items())
+        self.tabs = w.Tab(children=[pages[title] for title in TABS])
+        self.tabs.titles = TABS
         self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), self.chooser.header, self.server_info, self.tabs])
         self.widget.add_class("wb-explorer")
         self.tabs.observe(self._on_tab, names="selected_index")
@@ -176,12 +180,14 @@ class Explorer:
         from workbench_magic.notebook.widgets.log_pane import LogPane
         from workbench_magic.notebook.widgets.prompt_pane import PromptPane
         from workbench_magic.notebook.widgets.resource_pane import ResourcePane
+        from workbench_magic.notebook.widgets.task_pane import TaskPane
 
         self._pane_targets: dict[str, tuple[str | None, str | None]] = {}
         return {
             "Resources": ResourcePane(self.workbench),
             "Prompts": PromptPane(self.workbench),
             "Logs": LogPane(self.workbench),
+            "Tasks": TaskPane(self.workbench),
         }
 
     @property
@@ -199,6 +205,11 @@ class Explorer:
         """The Logs tab's pane."""
         return self._panes["Logs"]
 
+    @property
+    def tasks(self) -> Any:
+        """The Tasks tab's pane (the session's tasks, not one server's)."""
+        return self._panes["Tasks"]
+
     def _on_tab(self, change: Any = None) -> None:
         """A pane reads its server when it is shown (not on every change of selection)."""
         title = self.tabs.titles[self.tabs.selected_index or 0]
@@ -213,12 +224,12 @@ class Explorer:
             pane.show(*target)
         else:
             pane.refresh()
-        if title in ("Logs", "Resources"):
+        if title in TICKING:
             self._tick()
 
     def _tick(self) -> None:
-        """While the Logs or Resources tab shows, bring it up to date every second (in a kernel,
-        on its event loop): new log lines, a watched resource's updates."""
+        """While the Logs, Resources or Tasks tab shows, bring it up to date every second (in a
+        kernel, on its event loop): new log lines, a watched resource's updates, tasks' states."""
         loop = getattr(self._channel, "loop", None)
         if loop is None or self.closed or self._log_timer is not None:
             return
@@ -226,12 +237,12 @@ class Explorer:
         def tick() -> None:
             self._log_timer = None
             title = self.tabs.titles[self.tabs.selected_index or 0]
-            if self.closed or title not in ("Logs", "Resources"):
+            if self.closed or title not in TICKING:
                 return
-            if title == "Logs":
-                self.logs.refresh()
-            else:
+            if title == "Resources":
                 self.resources.sync()
+            else:
+                self._panes[title].refresh()
             self._tick()
 
         self._log_timer = loop.call_later(1.0, tick)

@@ -1,0 +1,202 @@
+"""`wb.start`'s handles: a call running in the background (an MCP task where its server runs the
+tool as one), watched and waited for from any thread.
+
+A `TaskHandle` reads its job's state, which the loop replaces whole (engine/jobs.py), and waits on
+the call's future; `cancel()` stops the call (an MCP task is cancelled on its server). In a
+notebook the handle shows one status line, updated in place, that becomes the result once the
+work ends (the notebook layer registers that display: `set_task_display`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import html
+from collections.abc import Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.vocabulary.errors import WorkbenchError, raise_alone
+from workbench_magic.vocabulary.tasks import TaskState, TaskStatus
+
+if TYPE_CHECKING:
+    from workbench_magic.engine.jobs import Job
+    from workbench_magic.engine.runtime import Call, Channel, LoopThread
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
+    from workbench_magic.vocabulary.results import ToolResult
+
+
+_display: Callable[[TaskHandle], None] | None = None
+
+
+def set_task_display(show: Callable[[TaskHandle], None] | None) -> None:
+    """How a handle shows itself in a notebook cell (registered by the notebook layer)."""
+    global _display
+    _display = show
+
+
+class TaskHandle:
+    """Work started with `wb.start`: `.status`, `.message`, `.result()`, `.cancel()`, `await handle`."""
+
+    def __init__(self, job: Job, call: Call[ToolResult], loop: LoopThread) -> None:
+        self._job = job
+        self._call = call
+        self._loop = loop
+
+    # ---- what it is -------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        """The session's id of this task (`t1`, `t2`, ...; `%workbench cancel t1`)."""
+        return self._job.id
+
+    @property
+    def identifier(self) -> ToolIdentifier:
+        return self._job.identifier
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return dict(self._job.arguments)
+
+    @property
+    def status(self) -> TaskStatus:
+        """`working`, `input_required`, `completed`, `failed` or `cancelled`."""
+        return self._job.state.status
+
+    @property
+    def message(self) -> str | None:
+        """The latest status message (the server's, for an MCP task; the error once failed)."""
+        return self._job.state.message
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's id of the MCP task (None for a call in the background)."""
+        return self._job.state.task_id
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since it started, until it ended."""
+        return self._job.elapsed
+
+    # ---- waiting and stopping ---------------------------------------------------------------
+    def done(self) -> bool:
+        """Whether the work has ended (its result, error or cancellation is known)."""
+        return self._call.done()
+
+    def result(self, timeout: float | None = None) -> ToolResult:
+        """Wait (at most `timeout` seconds: `TimeoutError`) for the `ToolResult`. A cancelled or
+        failed task raises a short `WorkbenchError` (a tool error included)."""
+        try:
+            result = self._call.result(timeout)
+        except concurrent.futures.CancelledError:
+            raise_alone(WorkbenchError(f"Task {self.id} ({self.identifier}) was cancelled"))
+        except concurrent.futures.TimeoutError:
+            raise_alone(TimeoutError(f"Task {self.id} ({self.identifier}) is still {self.status} after {timeout:g} s"))
+        except WorkbenchError as exc:
+            raise_alone(exc)
+        return self._checked(result)
+
+    def _checked(self, result: ToolResult) -> ToolResult:
+        if result.is_error:
+            raise_alone(WorkbenchError(f"Task {self.id} ({self.identifier}) failed: {result.error_message()}"))
+        return result
+
+    def cancel(self) -> bool:
+        """Stop the work (an MCP task is cancelled on its server); False when it had ended."""
+        return self._call.cancel()
+
+    def __await__(self) -> Generator[Any, None, ToolResult]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> ToolResult:
+        try:
+            result = await asyncio.shield(self._call.wrap())
+        except asyncio.CancelledError:
+            if not self._call.cancelled():
+                raise  # the awaiting task was cancelled, not the work
+            raise_alone(WorkbenchError(f"Task {self.id} ({self.identifier}) was cancelled"))
+        return self._checked(result)
+
+    def listen(self, callback: Callable[[TaskHandle], None], channel: Channel) -> Callable[[], None]:
+        """Run `callback(handle)` on `channel`'s thread on each new state, and once more when the
+        work has ended (`done()`); returns the way to stop."""
+        job = self._job
+
+        def tell(*_: Any) -> None:
+            channel.post(lambda: callback(self))
+
+        unlisten = self._loop.run_sync(lambda: job.listen(tell))
+        self._call.add_done_callback(tell)
+        return lambda: self._loop.run_sync(unlisten) if self._loop.alive else None
+
+    # ---- how it shows -----------------------------------------------------------------------
+    def line(self) -> str:
+        """One line: id, tool, status, elapsed seconds, message."""
+        message = f": {self.message}" if self.message else ""
+        return f"{self.id} {self.identifier} {self.status} {self.elapsed:.1f} s{message}"
+
+    def __repr__(self) -> str:
+        return f"<TaskHandle {self.line()}>"
+
+    def _repr_html_(self) -> str:
+        return f"<code>{html.escape(self.line())}</code>"
+
+    def _ipython_display_(self) -> None:
+        if _display is not None:
+            _display(self)
+            return
+        from IPython.display import display
+
+        display({"text/plain": repr(self), "text/html": self._repr_html_()}, raw=True)  # type: ignore[no-untyped-call]
+
+
+def handle_of(job: Job, loop: LoopThread) -> TaskHandle:
+    """The handle of a started job (its call is set as it starts)."""
+    assert job.call is not None
+    return TaskHandle(job, job.call, loop)
+
+
+def following(job: Job) -> Callable[[TaskState], None]:
+    """What a running MCP task reports, as its job's state (loop thread). The end is the job's to
+    say once its result is known (`run_job`), except a cancellation on the server."""
+
+    def follow(state: TaskState) -> None:
+        if not state.ended or state.status == "cancelled":
+            job.update(state)
+
+    return follow
+
+
+async def run_job(job: Job, work: Coroutine[Any, Any, ToolResult]) -> ToolResult:
+    """Run a started call; its job ends with it: completed, failed (an error result or a raised
+    error, its text as the message) or cancelled."""
+    try:
+        result = await work
+    except asyncio.CancelledError:
+        job.update(TaskState("cancelled", job.state.message, job.state.task_id))
+        raise
+    except Exception as exc:
+        job.update(TaskState("failed", str(exc), job.state.task_id))
+        raise
+    if result.is_error:
+        job.update(TaskState("failed", result.error_message(), job.state.task_id))
+    else:
+        job.update(TaskState("completed", job.state.message, job.state.task_id))
+    return result
+
+
+class TaskList(tuple[TaskHandle, ...]):
+    """`wb.tasks()`: this session's handles, running first; one line each."""
+
+    def __repr__(self) -> str:
+        return "\n".join(handle.line() for handle in self) or "(no tasks)"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{h.id}</td><td><code>{html.escape(str(h.identifier))}</code></td><td>{h.status}</td>"
+            f"<td>{h.elapsed:.1f} s</td><td>{html.escape(h.message or '')}</td></tr>"
+            for h in self
+        )
+        head = "<tr><th>id</th><th>tool</th><th>status</th><th>elapsed</th><th>message</th></tr>"
+        return f"<table>{head}{rows}</table>" if rows else "<p>(no tasks)</p>"
+
+
+__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "run_job", "set_task_display"]

@@ -1,0 +1,181 @@
+"""What `wb.map` returns: `Batch`, one tool's answers to many rows of arguments, in row order.
+
+A batch is a `list` with one item per row: the row's `ToolResult` (a tool error included: its
+`.is_error` is set), or None where the call raised; `.errors` maps those rows' indices to the
+`WorkbenchError` each raised (a timeout, arguments that do not fit the schema, a lost connection).
+Plain data: no SDK import; pandas is imported by `to_pandas()` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.vocabulary.errors import MissingExtraError, WorkbenchError, raise_alone
+from workbench_magic.vocabulary.masking import mask
+from workbench_magic.vocabulary.rendering import esc, first_line, json_dump
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
+    from workbench_magic.vocabulary.results import ToolResult
+
+_SHOWN = 50
+"""Rows the HTML table shows; failures the text repr lists."""
+_CELL = 120
+"""Characters of a value shown in a cell."""
+
+
+class Batch(list["ToolResult | None"]):
+    """The answers of `wb.map(target, rows)`, one per row, in row order.
+
+    Each item is that row's `ToolResult` (`.is_error` when the tool reported an error), or None
+    when the call raised; `errors` maps each such row's index to its `WorkbenchError`.
+
+    Attributes:
+        identifier: the tool called.
+        arguments: each row's arguments, as sent.
+        errors: `{row index: WorkbenchError}` for the rows whose call raised, in row order.
+        elapsed: seconds the whole batch took.
+    """
+
+    def __init__(
+        self,
+        results: Iterable[ToolResult | None] = (),
+        *,
+        identifier: ToolIdentifier | None = None,
+        arguments: Iterable[Mapping[str, Any]] = (),
+        errors: Mapping[int, WorkbenchError] | None = None,
+        elapsed: float = 0.0,
+    ) -> None:
+        super().__init__(results)
+        self.identifier = identifier
+        self.arguments: list[dict[str, Any]] = [dict(a) for a in arguments]
+        self.errors: dict[int, WorkbenchError] = dict(sorted((errors or {}).items()))
+        self.elapsed = elapsed
+
+    # ---- counts ------------------------------------------------------------------------
+    @property
+    def tool_errors(self) -> dict[int, ToolResult]:
+        """`{row index: ToolResult}` for the rows whose tool reported an error (`is_error`)."""
+        return {i: r for i, r in enumerate(self) if r is not None and r.is_error}
+
+    @property
+    def ok(self) -> list[ToolResult]:
+        """The results of the rows that succeeded, in row order."""
+        return [r for r in self if r is not None and not r.is_error]
+
+    def _counts(self) -> tuple[int, int, int]:
+        tool_errors = sum(1 for r in self if r is not None and r.is_error)
+        raised = len(self.errors)
+        return len(self) - tool_errors - raised, tool_errors, raised
+
+    def _summary(self) -> str:
+        ok, tool_errors, raised = self._counts()
+        n = len(self)
+        name = f" {self.identifier}" if self.identifier is not None else ""
+        took = f"{self.elapsed:.2f} s" if self.elapsed >= 1 else f"{self.elapsed * 1000:.0f} ms"
+        return (
+            f"Batch{name}: {n} row{'s' if n != 1 else ''}, {ok} ok, "
+            f"{tool_errors} tool error{'s' if tool_errors != 1 else ''}, {raised} raised, {took}"
+        )
+
+    def _secrets(self) -> frozenset[str]:
+        return frozenset(s for r in self if r is not None for s in r.secrets)
+
+    def error_text(self, index: int) -> str | None:
+        """The error of row `index` as one line (a tool error's text, or what the call raised);
+        None when the row succeeded."""
+        if index in self.errors:
+            return str(self.errors[index])
+        result = self[index]
+        return result.error_message() if result is not None and result.is_error else None
+
+    # ---- pandas -----------------------------------------------------------------------------
+    def to_pandas(self) -> pd.DataFrame:
+        """One line per row, in row order: the row's arguments as columns, then its data, then `error`.
+
+        The data of a result whose `.data` is a dict is one column per key (a key that is also an
+        argument's name becomes `result.KEY`); other data goes in a `result` column (`.data`, or
+        `.text` when there is no data). `error` holds the text of a tool error or of what the call
+        raised, None for rows that succeeded. Needs the `pandas` extra.
+        """
+        missing = False
+        try:
+            import pandas as pd
+        except ImportError:
+            missing = True
+        if missing:
+            raise_alone(MissingExtraError("to_pandas() needs pandas: pip install 'workbench-magic[pandas]'"))
+
+        argument_columns = list(dict.fromkeys(k for row in self.arguments for k in row))
+        taken = {*argument_columns, "error"}
+
+        def column(key: Any) -> str:
+            return f"result.{key}" if key in taken else str(key)
+
+        data_columns: dict[str, None] = {}
+        records = []
+        for index, result in enumerate(self):
+            record: dict[str, Any] = dict(self.arguments[index]) if index < len(self.arguments) else {}
+            error = self.error_text(index)
+            if result is not None and error is None:
+                data = result.data
+                if not isinstance(data, dict):
+                    data = {"result": data if data is not None else (result.text or None)}
+                for key, value in data.items():
+                    record[column(key)] = value
+                    data_columns[column(key)] = None
+            record["error"] = error
+            records.append(record)
+        columns = [*argument_columns, *data_columns, "error"]
+        return pd.DataFrame.from_records(records, columns=columns)
+
+    # ---- reprs ------------------------------------------------------------------------------
+    def _outcome(self, index: int) -> tuple[str, str]:
+        """(status, shown value) of a row."""
+        result = self[index]
+        error = self.error_text(index)
+        if result is None:
+            return "raised", error or ""
+        if error is not None:
+            return "tool error", error
+        data = result.data
+        shown = json_dump(data, None) if data is not None else result.text
+        return "ok", shown
+
+    def __repr__(self) -> str:
+        lines = [self._summary()]
+        failed = [i for i in range(len(self)) if self.error_text(i) is not None]
+        for index in failed[:_SHOWN]:
+            status, shown = self._outcome(index)
+            lines.append(f"  row {index}: {status}: {first_line(shown, _CELL)}")
+        if len(failed) > _SHOWN:
+            lines.append(f"  … {len(failed) - _SHOWN} more failed rows")
+        return mask("\n".join(lines), self._secrets())
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self) if not cycle else "Batch(...)")
+
+    def _repr_html_(self) -> str:
+        colors = {"ok": "#1b5e20", "tool error": "#b00020", "raised": "#b00020"}
+        body = []
+        for index in range(min(len(self), _SHOWN)):
+            status, shown = self._outcome(index)
+            arguments = self.arguments[index] if index < len(self.arguments) else {}
+            body.append(
+                f"<tr><td>{index}</td><td><code>{esc(first_line(json_dump(arguments, None), _CELL))}</code></td>"
+                f"<td style='color:{colors[status]}'>{status}</td><td>{esc(first_line(shown, _CELL))}</td></tr>"
+            )
+        more = f"<i>… {len(self) - _SHOWN} more rows</i>" if len(self) > _SHOWN else ""
+        table = (
+            "<table><thead><tr><th>row</th><th>arguments</th><th>status</th><th>result</th></tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>{more}"
+            if self
+            else ""
+        )
+        return mask(f"<div><b>{esc(self._summary())}</b>{table}</div>", self._secrets())
+
+
+__all__ = ["Batch"]
