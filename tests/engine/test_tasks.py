@@ -150,3 +150,34 @@ def test_an_interrupt_cancels_the_task_on_the_server(wb: Workbench) -> None:
         wb.call(RESEARCH, {"topic": "interrupted"}, progress=lambda done, total, message: messages.append(message))
     assert wait_until(lambda: [t.status for t in wb.run_on_loop(_server_tasks(wb))][-1:] == ["cancelled"], 10)
     assert wb.call("t/ev/echo", {"message": "still here"}).text == "Echo: still here"
+
+
+def test_a_session_keeps_its_running_jobs_and_the_latest_ended_ones() -> None:
+    from workbench_magic.engine import jobs
+    from workbench_magic.vocabulary.identifiers import parse_identifier
+    from workbench_magic.vocabulary.tasks import TaskState
+
+    registry = jobs.Jobs()
+    ident = parse_identifier("t/s/echo")
+    running = registry.new(ident, {})
+    for _ in range(jobs.ENDED_KEPT + 5):
+        registry.new(ident, {}).update(TaskState("completed"))
+    registry.new(ident, {})  # the next start drops the oldest ended ones
+    listed = registry.listing()
+    assert listed[0] is running and registry.get("t1") is running
+    assert sum(job.state.ended for job in listed) == jobs.ENDED_KEPT
+    assert registry.get("t2") is None and registry.get(f"t{jobs.ENDED_KEPT + 6}") is not None
+
+
+def test_a_background_calls_progress_is_its_handles_message(make_workbench: Callable[..., Workbench]) -> None:
+    from conftest import stdio_server
+
+    wb = make_workbench({"toolboxes": {"b": toolbox({"s": stdio_server()})}})
+    heard: list[str | None] = []
+    handle = wb.start(
+        "b/s/slow", {"steps": 3, "delay": 0.2}, progress=lambda done, total, message: heard.append(message)
+    )
+    assert handle.result(timeout=30).text == "done 3 steps"
+    assert handle.task_id is None  # not a task on its server: a call in the background
+    assert handle.status == "completed" and handle.message == "3/3 step 3/3"
+    assert heard == ["step 1/3", "step 2/3", "step 3/3"]

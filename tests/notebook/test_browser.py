@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import PYTHON, ROOT, SERVERS, free_port, toolbox, write_config
+from conftest import PYTHON, ROOT, SERVERS, free_port, stdio_server, toolbox, write_config
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -247,3 +248,93 @@ def panes(page: Any) -> None:
     page.click(".wb-prompt-get")
     wait_text(page, ".wb-prompt-result", "penguins")
     page.screenshot(path=str(ARTIFACTS / "explorer-prompts.png"), full_page=True)
+
+
+TASK_CELLS = [
+    "%load_ext workbench_magic",
+    "%%use_tool t/s/slow --task -o h\nsteps: 6\ndelay: 0.5",
+    "%%use_tool t/s/sleep --task\nseconds: 60",
+    "%workbench open t",
+]
+
+
+@pytest.fixture
+def task_lab(tmp_path: Path) -> Iterator[Lab]:
+    """JupyterLab with tasks.ipynb (TASK_CELLS) and toolbox `t`: our test server as `s`."""
+    _require_browser()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in TASK_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "tasks.ipynb")
+    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    server = Lab(tmp_path)
+    yield server
+    server.stop()
+
+
+def run_cell(page: Any, index: int) -> None:
+    """Run cell `index` from the toolbar and wait until the kernel has taken it (its prompt changed)."""
+    prompt = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
+    before = prompt.inner_text()
+    prompt.click()  # select the cell (command mode)
+    page.click(".jp-NotebookPanel-toolbar [data-command='notebook:run-cell-and-select-next']")
+    page.wait_for_function(
+        "([el, before]) => el.innerText !== before && el.innerText.trim() !== '[ ]:'",
+        arg=[prompt.element_handle(), before],
+        timeout=60_000,
+    )
+
+
+def cell_output(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
+
+
+def wait_output(page: Any, index: int, *texts: str, timeout: float = 60_000) -> str:
+    """Wait until cell `index`'s output area holds every one of `texts`; its text then."""
+    page.wait_for_function(
+        "([el, texts]) => texts.every(t => el.innerText.includes(t))",
+        arg=[cell_output(page, index).element_handle(), list(texts)],
+        timeout=timeout,
+    )
+    return str(cell_output(page, index).inner_text())
+
+
+def test_tasks_in_jupyterlab(task_lab: Lab) -> None:
+    """A `--task` cell's line follows the work and becomes the result in place; the explorer's
+    Tasks tab lists the session's tasks and its Cancel button cancels one."""
+    from playwright.sync_api import expect
+
+    with task_lab.notebook_page("tasks.ipynb", height=1200, failure="tasks-failure.png") as page:
+        run_cell(page, 0)
+        run_cell(page, 1)
+        # the handle's line, shown at once while the 6 steps of 0.5 s run ...
+        line = wait_output(page, 1, "t1 t/s/slow working")
+        assert "done 6 steps" not in line
+        # ... becomes the result in the same output area, without another cell run
+        text = wait_output(page, 1, "done 6 steps")
+        assert "working" not in text, text
+        assert cell_output(page, 1).locator(".jp-OutputArea-child").count() == 1
+        page.screenshot(path=str(ARTIFACTS / "task-line.png"), full_page=True)
+
+        # a long task, then the explorer's Tasks tab: its row, cancelled by a click
+        run_cell(page, 2)
+        wait_output(page, 2, "t2 t/s/sleep working")
+        run_cell(page, 3)
+        page.wait_for_selector(".wb-explorer", timeout=120_000)
+        tab(page, "Tasks")
+        rows = page.locator(".wb-tasks .wb-task-row")
+        row = rows.filter(has=page.locator(".wb-task-id", has_text=re.compile(r"^t2$")))
+        expect(row).to_have_class(re.compile(r"\bwb-task-working\b"), timeout=30_000)
+        expect(row.locator(".wb-task-status")).to_have_text("working")
+        done = rows.filter(has=page.locator(".wb-task-id", has_text=re.compile(r"^t1$")))
+        expect(done).to_have_class(re.compile(r"\bwb-task-completed\b"), timeout=30_000)
+        expect(done.locator(".wb-task-cancel")).to_be_disabled()
+        cancel = row.locator(".wb-task-cancel")
+        expect(cancel).to_be_enabled()
+        cancel.click()
+        expect(row).to_have_class(re.compile(r"\bwb-task-cancelled\b"), timeout=30_000)
+        expect(row.locator(".wb-task-status")).to_have_text("cancelled")
+        expect(cancel).to_be_disabled()
+        # the second cell's line says so too (a cancelled task has no result to show)
+        wait_output(page, 2, "t2 t/s/sleep cancelled")
+        page.screenshot(path=str(ARTIFACTS / "explorer-tasks.png"), full_page=True)

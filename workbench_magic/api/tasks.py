@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import html
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.vocabulary.errors import WorkbenchError, raise_alone
 from workbench_magic.vocabulary.tasks import TaskState, TaskStatus
 
 if TYPE_CHECKING:
+    from workbench_magic.engine.connection import ProgressCallback
     from workbench_magic.engine.jobs import Job
     from workbench_magic.engine.runtime import Call, Channel, LoopThread
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -83,7 +84,10 @@ class TaskHandle:
 
     def result(self, timeout: float | None = None) -> ToolResult:
         """Wait (at most `timeout` seconds: `TimeoutError`) for the `ToolResult`. A cancelled or
-        failed task raises a short `WorkbenchError` (a tool error included)."""
+        failed task raises a short `WorkbenchError` (a tool error included).
+
+        In a kernel, a task started there asks its questions on the kernel's loop, which a cell
+        blocked here does not run: `await handle` instead when the task may ask."""
         try:
             result = self._call.result(timeout)
         except concurrent.futures.CancelledError:
@@ -165,6 +169,19 @@ def following(job: Job) -> Callable[[TaskState], None]:
     return follow
 
 
+def reporting(job: Job, loop: LoopThread, progress: ProgressCallback | None) -> ProgressCallback:
+    """A started call's progress (on the caller's thread): the job's message says it (`3/6
+    step 3`), and `progress` hears it too."""
+
+    def told(done: float, total: float | None, message: str | None) -> Awaitable[None] | None:
+        count = f"{done:g}/{total:g}" if total else f"{done:g}"
+        said = message if message and job.state.task_id is not None else f"{count} {message or ''}".strip()
+        loop.run_sync(lambda: job.update(TaskState(job.state.status, said, job.state.task_id)))
+        return progress(done, total, message) if progress is not None else None
+
+    return told
+
+
 async def run_job(job: Job, work: Coroutine[Any, Any, ToolResult]) -> ToolResult:
     """Run a started call; its job ends with it: completed, failed (an error result or a raised
     error, its text as the message) or cancelled."""
@@ -199,4 +216,4 @@ class TaskList(tuple[TaskHandle, ...]):
         return f"<table>{head}{rows}</table>" if rows else "<p>(no tasks)</p>"
 
 
-__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "run_job", "set_task_display"]
+__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "reporting", "run_job", "set_task_display"]

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("workbench_magic")
 
 Listener = Callable[["Job"], None]
+ENDED_KEPT = 1_000
+"""Ended jobs a session keeps listed (the oldest go first; a running job is always kept)."""
 
 
 class Job:
@@ -71,6 +73,9 @@ class Jobs:
         self._count += 1
         job = Job(f"t{self._count}", identifier, arguments)
         self._jobs[job.id] = job
+        ended = [key for key, kept in self._jobs.items() if kept.state.ended]
+        for key in ended[: max(0, len(ended) - ENDED_KEPT)]:
+            del self._jobs[key]
         return job
 
     def get(self, id: str) -> Job | None:

@@ -229,3 +229,10 @@ def show_task_line(handle: TaskHandle) -> None:
             shown.update(TextView(current.line()))
 
     stop = handle.listen(update, LoopChannel(loop))
+
+    def tick() -> None:  # the elapsed time moves on between changes of state
+        if not handle.done():
+            shown.update(TextView(handle.line()))
+            loop.call_later(1.0, tick)
+
+    loop.call_later(1.0, tick)
