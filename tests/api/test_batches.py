@@ -23,6 +23,7 @@ from workbench_magic import (
     CallTimeoutError,
     InvalidIdentifierError,
     ToolNotFoundError,
+    ToolResult,
     UsageError,
     Workbench,
 )
@@ -86,11 +87,11 @@ def test_rows_keep_their_order_and_at_most_concurrency_calls_run_at_once(wb: Wor
 def test_a_failing_row_is_kept_and_the_others_succeed(wb: Workbench) -> None:
     rows = [{"a": 1, "b": 2}, {"a": 1, "b": 0}, {"a": "x", "b": 1}, {"a": 9, "b": 3}]
     batch = wb.map("t/s/divide", rows, concurrency=2, progress=False)
-    assert len(batch) == 4
+    assert len(batch) == 4 and all(isinstance(result, ToolResult) for result in batch)
     ok0, tool_error, raised, ok3 = batch
     assert ok0 is not None and ok0.data == {"result": 0.5} and not ok0.is_error
     assert tool_error is not None and tool_error.is_error and "division by zero" in tool_error.text
-    assert raised is None
+    assert raised.is_error and raised.text == str(batch.errors[2])  # what the call raised, as an error result
     assert ok3 is not None and ok3.data == {"result": 3.0}
     assert list(batch.errors) == [2]
     assert isinstance(batch.errors[2], ArgumentError)
@@ -114,7 +115,7 @@ def test_a_timeout_is_kept_as_that_rows_error(wb: Workbench) -> None:
     wb.call("t/s/release", {"keys": ["fast"]})
     batch = wb.map("t/s/hold", [{"key": "fast"}, {"key": "never"}], timeout=2, progress=False)
     assert batch[0] is not None and batch[0].data == {"result": "fast"}
-    assert batch[1] is None and isinstance(batch.errors[1], CallTimeoutError)
+    assert batch[1].is_error and isinstance(batch.errors[1], CallTimeoutError)
     assert "timed out after 2 s (cancelled on the server)" in str(batch.errors[1])
     assert wait_until(lambda: holds(wb)["cancelled"] == ["never"], 10), holds(wb)
 

@@ -128,6 +128,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _raised(ident: ToolIdentifier, arguments: dict[str, Any], error: WorkbenchError) -> ToolResult:
+    """A row whose call raised, as an error result saying so (its error stays in `Batch.errors`)."""
+    from mcp_types import CallToolResult, TextContent
+
+    from workbench_magic.vocabulary.results import ToolResult
+
+    raw = CallToolResult(content=[TextContent(type="text", text=str(error))], is_error=True)
+    return ToolResult(identifier=ident, raw=raw, arguments=arguments)
+
+
 # ---- the coroutine on the loop ----------------------------------------------------------------
 class _Job:
     """One batch, on the loop thread: its workers, its results and its progress posts."""
@@ -156,7 +166,7 @@ class _Job:
         self._posted = -math.inf
         self._timer: asyncio.TimerHandle | None = None
 
-    async def run(self) -> tuple[list[ToolResult | None], dict[int, WorkbenchError], float]:
+    async def run(self) -> tuple[list[ToolResult], dict[int, WorkbenchError], float]:
         started = time.perf_counter()
         rows = iter(range(len(self.arguments)))  # shared by the workers: they take the next row in turn
         try:
@@ -166,7 +176,9 @@ class _Job:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
-        return self.results, self.errors, time.perf_counter() - started
+        filled = [result for result in self.results if result is not None]
+        assert len(filled) == len(self.results)  # every row answered or raised (else the group raised)
+        return filled, self.errors, time.perf_counter() - started
 
     async def _worker(self, rows: Iterator[int]) -> None:
         call, ident, timeout, arguments = self.call, self.ident, self.timeout, self.arguments
@@ -179,6 +191,7 @@ class _Job:
                 if self.done == 0 and isinstance(exc, NotFoundError | ConnectError):
                     raise
                 self.errors[index] = exc
+                self.results[index] = _raised(ident, arguments[index], exc)
                 self.failed += 1
             else:
                 self.results[index] = result

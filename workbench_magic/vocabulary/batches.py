@@ -1,8 +1,9 @@
 """What `wb.map` returns: `Batch`, one tool's answers to many rows of arguments, in row order.
 
-A batch is a `list` with one item per row: the row's `ToolResult` (a tool error included: its
-`.is_error` is set), or None where the call raised; `.errors` maps those rows' indices to the
-`WorkbenchError` each raised (a timeout, arguments that do not fit the schema, a lost connection).
+A batch is a `list` with one `ToolResult` per row: the row's answer (a tool error included: its
+`.is_error` is set), or, where the call raised, an error result whose text is what was raised;
+`.errors` maps those rows' indices to the `WorkbenchError` each raised (a timeout, arguments that
+do not fit the schema, a lost connection).
 Plain data: no SDK import; pandas is imported by `to_pandas()` only.
 """
 
@@ -27,11 +28,12 @@ _CELL = 120
 """Characters of a value shown in a cell."""
 
 
-class Batch(list["ToolResult | None"]):
+class Batch(list["ToolResult"]):
     """The answers of `wb.map(target, rows)`, one per row, in row order.
 
-    Each item is that row's `ToolResult` (`.is_error` when the tool reported an error), or None
-    when the call raised; `errors` maps each such row's index to its `WorkbenchError`.
+    Each item is that row's `ToolResult` (`.is_error` when the tool reported an error); a row
+    whose call raised holds an error result with what was raised as its text, and `errors` maps
+    each such row's index to its `WorkbenchError`.
 
     Attributes:
         identifier: the tool called.
@@ -42,7 +44,7 @@ class Batch(list["ToolResult | None"]):
 
     def __init__(
         self,
-        results: Iterable[ToolResult | None] = (),
+        results: Iterable[ToolResult] = (),
         *,
         identifier: ToolIdentifier | None = None,
         arguments: Iterable[Mapping[str, Any]] = (),
@@ -59,16 +61,16 @@ class Batch(list["ToolResult | None"]):
     @property
     def tool_errors(self) -> dict[int, ToolResult]:
         """`{row index: ToolResult}` for the rows whose tool reported an error (`is_error`)."""
-        return {i: r for i, r in enumerate(self) if r is not None and r.is_error}
+        return {i: r for i, r in enumerate(self) if r.is_error and i not in self.errors}
 
     @property
     def ok(self) -> list[ToolResult]:
         """The results of the rows that succeeded, in row order."""
-        return [r for r in self if r is not None and not r.is_error]
+        return [r for r in self if not r.is_error]
 
     def _counts(self) -> tuple[int, int, int]:
-        tool_errors = sum(1 for r in self if r is not None and r.is_error)
         raised = len(self.errors)
+        tool_errors = sum(1 for r in self if r.is_error) - raised
         return len(self) - tool_errors - raised, tool_errors, raised
 
     def _summary(self) -> str:
@@ -82,7 +84,7 @@ class Batch(list["ToolResult | None"]):
         )
 
     def _secrets(self) -> frozenset[str]:
-        return frozenset(s for r in self if r is not None for s in r.secrets)
+        return frozenset(s for r in self for s in r.secrets)
 
     def error_text(self, index: int) -> str | None:
         """The error of row `index` as one line (a tool error's text, or what the call raised);
@@ -90,7 +92,7 @@ class Batch(list["ToolResult | None"]):
         if index in self.errors:
             return str(self.errors[index])
         result = self[index]
-        return result.error_message() if result is not None and result.is_error else None
+        return result.error_message() if result.is_error else None
 
     # ---- pandas -----------------------------------------------------------------------------
     def to_pandas(self) -> pd.DataFrame:
@@ -120,7 +122,7 @@ class Batch(list["ToolResult | None"]):
         for index, result in enumerate(self):
             record: dict[str, Any] = dict(self.arguments[index]) if index < len(self.arguments) else {}
             error = self.error_text(index)
-            if result is not None and error is None:
+            if error is None:
                 data = result.data
                 if not isinstance(data, dict):
                     data = {"result": data if data is not None else (result.text or None)}
@@ -137,7 +139,7 @@ class Batch(list["ToolResult | None"]):
         """(status, shown value) of a row."""
         result = self[index]
         error = self.error_text(index)
-        if result is None:
+        if index in self.errors:
             return "raised", error or ""
         if error is not None:
             return "tool error", error
