@@ -611,6 +611,25 @@ def test_bad_timeout(raw: Any) -> None:
     assert message.startswith(f"{SRC}: toolboxes.dev.mcpServers.fs.timeout: must be a positive number of seconds")
 
 
+# ------------------------------------------------------------------ protocol
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(None, "auto"), ("auto", "auto"), ("legacy", "legacy"), ("2026-07-28", "2026-07-28")]
+)
+def test_protocol(raw: Any, expected: str) -> None:
+    given = {"command": "x"} if raw is None else {"command": "x", "protocol": raw}
+    assert server(given).protocol == expected
+
+
+@pytest.mark.parametrize(("raw", "shown"), [("2025-11-25", "'2025-11-25'"), ("modern", "'modern'"), (2026, "a number")])
+def test_bad_protocol(raw: Any, shown: str) -> None:
+    assert server_error({"command": "x", "protocol": raw}) == (
+        f"{SRC}: toolboxes.dev.mcpServers.fs.protocol: must be one of auto, legacy, 2026-07-28, got {shown}. "
+        'Fix: write "protocol": "auto", "legacy" or "2026-07-28"'
+    )
+
+
 # ------------------------------------------------------------------ filters
 
 

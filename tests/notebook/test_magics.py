@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, children, stdio_server, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
-from workbench_magic import ToolResult, Workbench
+from workbench_magic import ToolResult, UsageError, Workbench
 from workbench_magic.vocabulary.listings import History, ToolList
 
 
@@ -360,3 +360,18 @@ def test_workbench_add_serves_a_notebook_server(ip: InteractiveShell, capsys: py
         .strip()
         .endswith("Name 'nothing_here' is not defined. Define the server in a cell first")
     )
+
+
+def test_workbench_trace_on_show_and_off(ip: InteractiveShell) -> None:
+    assert "No trace yet" in str(run(ip, "%workbench trace"))
+    assert "Tracing t/s" in str(run(ip, "%workbench trace on t/s"))
+    run(ip, "%use_tool t/s/echo text=traced")
+    shown = run(ip, "%workbench trace")
+    assert shown.recording and any(m.message.get("method") == "tools/call" for m in shown.messages)
+    stopped = run(ip, "%workbench trace off")
+    assert stopped is shown and not stopped.recording
+    run(ip, "%use_tool t/s/echo text=untraced")
+    assert "untraced" not in repr(run(ip, "%workbench trace").messages)
+    assert "No trace is recording" in str(run(ip, "%workbench trace off"))
+    with pytest.raises(UsageError, match=r"invalid choice: 't/s' \(choose from 'on', 'off'\)"):
+        run(ip, "%workbench trace t/s")

@@ -28,10 +28,12 @@ from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.server_features import ServerFeatures, parse_identifier, parse_target, server_target
 from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, reporting, run_job
 from workbench_magic.api.toolboxes import OpenedToolbox
+from workbench_magic.api.tracing import Trace
 from workbench_magic.engine.cassette_deck import CassetteDeck, Recording
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Options
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, LoopThread, QueueChannel
+from workbench_magic.engine.wiretap import TRACE_LIMIT
 from workbench_magic.vocabulary.errors import (
     NotFoundError,
     UsageError,
@@ -677,6 +679,20 @@ class Workbench(Configurable):
         if job is None:
             raise NotFoundError(task_not_found(id, [h.id for h in self.tasks()]))
         return handle_of(job, loop)
+
+    # ---- the protocol on the wire (api/tracing.py) -----------------------------------------
+    def trace(self, target: str | None = None, *, limit: int = TRACE_LIMIT) -> Trace:
+        """Record every JSON-RPC message between the workbench and the servers `target` names
+        (None: every server; a toolbox; `toolbox/server`) until `.stop()` or the end of
+        `with wb.trace() as t:`; at most `limit` messages, the oldest dropped first."""
+        toolbox, server = parse_target(target) if target else (None, None)
+        if toolbox is not None and server is not None:
+            self.settings.server(toolbox, server)  # names what exists, or says what does not
+        elif toolbox is not None:
+            self.settings.toolbox(toolbox)
+        tap, loop = self._core.wire_tap, self._loop
+        recording = loop.run_sync(lambda: tap.start(toolbox, server, limit))
+        return Trace(tap, recording, loop, target)
 
     # ---- record, replay, export (cassette_deck.py, export.py) -----------------------------------------
     def record(self, path: str | os.PathLike[str] | None) -> Recording:

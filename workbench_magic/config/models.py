@@ -52,6 +52,10 @@ __all__ = [
 DICT_SOURCE = "<dict>"
 
 Transport = Literal["stdio", "http", "sse", "python"]
+Protocol = Literal["auto", "legacy", "2026-07-28"]
+"""Which protocol era a server is spoken to in: `auto` probes (2026-07-28, else the handshake),
+`legacy` always does the 2025-11-25 handshake, `2026-07-28` asks `server/discover` and nothing else."""
+PROTOCOLS: tuple[str, ...] = ("auto", "legacy", "2026-07-28")
 
 _TRANSPORTS: dict[str, Transport] = {
     "stdio": "stdio",
@@ -176,6 +180,7 @@ class ServerConfig(_ConfigModel):
     timeout: float | None = None
     roots: list[str] | Literal[False] | None = None
     auth: AuthConfig | None = None
+    protocol: Protocol = "auto"
 
     _expanded_secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
@@ -232,6 +237,17 @@ class ServerConfig(_ConfigModel):
         if not isinstance(value, list | tuple):
             raise BrokenRule(f"must be a list of paths or URIs, or false, got {json_type(value)}", fix)
         return [_string(item, fix, i) for i, item in enumerate(value)]
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _check_protocol(cls, value: Any) -> Any:
+        if value is None:
+            return "auto"
+        fix = 'Fix: write "protocol": "auto", "legacy" or "2026-07-28"'
+        if not isinstance(value, str) or value not in PROTOCOLS:
+            shown = repr(value) if isinstance(value, str) else json_type(value)
+            raise BrokenRule(f"must be one of auto, legacy, 2026-07-28, got {shown}", fix)
+        return value
 
     @field_validator("auth", mode="before")
     @classmethod

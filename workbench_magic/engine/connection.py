@@ -21,11 +21,13 @@ import anyio
 
 from workbench_magic.engine import schema, serverlog
 from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.eras import MODERN, client_mode, discover
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
 from workbench_magic.engine.tasks import MODERN_TASKS, ClientTasks, StatusCallback, call_as_task
 from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, handshake_era, make_transport
+from workbench_magic.engine.wiretap import WireTap, tapped
 from workbench_magic.vocabulary.errors import (
     ConnectError,
     TaskRequiredError,
@@ -97,8 +99,10 @@ class Connection:
         server_object: Any = None,
         apps: bool = False,
         request_timeout: float | None = None,
+        wire_tap: WireTap | None = None,
     ) -> None:
         self.toolbox = toolbox
+        self.wire_tap = wire_tap
         self.server_object = server_object  # a live server added from the notebook (`Workbench.add_server`)
         self.name = name
         self.config = config
@@ -336,7 +340,10 @@ class Connection:
             server=self.server_object,
             stop=self.stop_policy,
         )
-        client = Client(transport, message_handler=self._on_message, mode="auto", **self._client_options())
+        if self.wire_tap is not None:
+            transport = tapped(transport, self.wire_tap, self.toolbox, self.name, self.secrets)
+        mode: Any = client_mode(self.config.protocol)
+        client = Client(transport, message_handler=self._on_message, mode=mode, **self._client_options())
         if self.client_side is not None:
             self._offer_client_tasks(client)
         return client
@@ -389,6 +396,8 @@ class Connection:
                 # process is told to go at once, then the handshake is cancelled.
                 late = asyncio.get_running_loop().call_later(self.connect_timeout, _missed, policy, deadline)
                 async with client:
+                    if self.config.protocol == MODERN:
+                        await discover(client)  # the server's own answer, or one line why not
                     if not current():
                         return
                     self._client = client

@@ -23,6 +23,7 @@ from workbench_magic.engine.connection import Connection
 from workbench_magic.engine.jobs import Jobs
 from workbench_magic.engine.runtime import current_channel
 from workbench_magic.engine.tasks import StatusCallback
+from workbench_magic.engine.wiretap import WireTap
 from workbench_magic.vocabulary.errors import (
     WorkbenchError,
     connect_text,
@@ -114,6 +115,8 @@ class Core:
         self.client_side = ClientSide(lambda: self.options, self._remember_request)
         self.jobs = Jobs()
         """What `wb.start` started, in start order."""
+        self.wire_tap = WireTap()
+        """The traces recording (`wb.trace`): every connection's messages pass it."""
         self.connection_factory = connection_factory
         """Makes each server's connection (the workbench's is its record/replay `CassetteDeck.connection`)."""
 
@@ -264,6 +267,7 @@ class Core:
             server_object=self._live.get((toolbox, server)),
             apps=options.render_apps,
             request_timeout=options.timeout,
+            wire_tap=self.wire_tap,
         )
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:

@@ -21,6 +21,7 @@ from workbench_magic.vocabulary.errors import UsageError, WorkbenchError, raise_
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from workbench_magic.api.tracing import Trace
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.vocabulary.results import ToolResult
 
@@ -33,6 +34,8 @@ class WorkbenchMagics(Magics):
     def __init__(self, shell: InteractiveShell, workbench: Workbench | None = None) -> None:
         super().__init__(shell)
         self._workbench = workbench
+        self._trace: Trace | None = None
+        """The session's trace (`%workbench trace on`), recording or stopped."""
 
     @property
     def workbench(self) -> Workbench:
@@ -243,6 +246,28 @@ class WorkbenchMagics(Magics):
         p.add_argument("path")
         ns = p.parse(args)
         return TextView(f"Exported the session to {self.workbench.export_notebook(ns.path)}")
+
+    def _cmd_trace(self, args: list[str]) -> Any:
+        from workbench_magic.notebook.views import TextView
+
+        p = self._parser("trace")
+        p.add_argument("switch", nargs="?", choices=("on", "off"))
+        p.add_argument("target", nargs="?")
+        ns = p.parse(args)
+        if ns.switch is None:  # argparse took any other first word as a wrong choice of switch
+            if self._trace is None:
+                return TextView("No trace yet: %workbench trace on [TOOLBOX[/SERVER]]")
+            return self._trace
+        if ns.switch == "off":
+            if ns.target is not None:
+                raise_alone(UsageError("%workbench trace off takes no target"))
+            if self._trace is None or not self._trace.recording:
+                return TextView("No trace is recording")
+            return self._trace.stop()
+        if self._trace is not None:
+            self._trace.stop()
+        self._trace = self.workbench.trace(ns.target)
+        return TextView(f"Tracing {ns.target or 'every server'}: %workbench trace shows it, %workbench trace off stops")
 
     def _cmd_tasks(self, args: list[str]) -> Any:
         self._parser("tasks").parse(args)

@@ -49,6 +49,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reconnect": ("%workbench reconnect TOOLBOX[/SERVER]", "Restart and reconnect a server or a whole toolbox."),
     "logs": ("%workbench logs TOOLBOX/SERVER", "A server's log: its stderr and the log messages it sent."),
     "history": ("%workbench history", "Every tool call of this session: tool, arguments, time, ok or error."),
+    "trace": (
+        "%workbench trace [on [TOOLBOX[/SERVER]] | off]",
+        "Record the JSON-RPC messages with servers (all, a toolbox's, one server's); show or stop.",
+    ),
     "tasks": ("%workbench tasks", "The tasks of this session (%%use_tool --task, wb.start): running first."),
     "cancel": ("%workbench cancel ID", "Cancel a task of this session (an MCP task is cancelled on its server)."),
     "record": (
