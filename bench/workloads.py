@@ -90,6 +90,18 @@ def calls(quick: bool) -> dict[str, Any]:
     pids["wb"] = new_children(before)
 
     before = children(recursive=False)
+    traced = _workbench({"t": {"s": test_server()}})
+    traced.open("t")
+    pids["traced"] = new_children(before)
+    trace = traced.trace("t/s")  # recording all along (bounded: the oldest messages go first)
+
+    before = children(recursive=False)
+    untapped = _workbench({"t": {"s": test_server()}})
+    untapped._core.wire_tap = None  # connections made without the tap: the call path before traces
+    untapped.open("t")
+    pids["untapped"] = new_children(before)
+
+    before = children(recursive=False)
     transport = StdioTransport(command=PY, args=[test_server()["args"][0]], keep_alive=False, log_file=devnull())
     fast = Owned(FastClient(transport))
     run(fast.start())
@@ -142,8 +154,10 @@ def calls(quick: bool) -> dict[str, Any]:
         "fastmcp": lambda n, out: run(fast_calls(n, out)),
         "wb_call_progress": sync_calls(lambda: wb.call("t/s/echo", ECHO, progress=progress)),
         "wb_submit": sync_calls(lambda: wb.submit("t/s/echo", ECHO).result()),
+        "wb_call_untapped": sync_calls(lambda: untapped.call("t/s/echo", ECHO)),
+        "wb_call_traced": sync_calls(lambda: traced.call("t/s/echo", ECHO)),
     }
-    server_of = {"raw": "raw", "fastmcp": "fastmcp"}
+    server_of = {"raw": "raw", "fastmcp": "fastmcp", "wb_call_untapped": "untapped", "wb_call_traced": "traced"}
     samples: dict[str, list[float]] = {m: [] for m in methods}
     client_cpu: dict[str, float] = dict.fromkeys(methods, 0.0)
     server_cpu: dict[str, float] = dict.fromkeys(methods, 0.0)
@@ -162,6 +176,9 @@ def calls(quick: bool) -> dict[str, Any]:
 
     ip.run_line_magic("unload_ext", "workbench_magic")  # closes the shared workbench's toolboxes
     wb.close_all()
+    trace.stop()
+    traced.close_all()
+    untapped.close_all()
     Workbench._shared = None
     run(raw.stop())
     run(fast.stop())
@@ -175,6 +192,8 @@ def calls(quick: bool) -> dict[str, Any]:
         "fastmcp": "(e) FastMCP Client.call_tool",
         "wb_call_progress": "(info) Workbench.call(progress=cb) [%use_tool's path]",
         "wb_submit": "(info) Workbench.submit(...).result()",
+        "wb_call_untapped": "(info) Workbench.call, connections without the wire tap",
+        "wb_call_traced": "Workbench.call inside a trace (wb.trace)",
     }
     rows = []
     for m in names:
@@ -184,7 +203,15 @@ def calls(quick: bool) -> dict[str, Any]:
             goals = [
                 {"kind": "ratio_max", "of": "calls/raw", "value": 1.10, "text": "≤ 1.10× (a)"},
                 {"kind": "less_than", "of": "calls/fastmcp", "text": "< (e) FastMCP"},
+                {
+                    "kind": "ratio_max",
+                    "of": "calls/wb_call_untapped",
+                    "value": 1.05,
+                    "text": "no trace: ≤ 1.05× without the tap (noise)",
+                },
             ]
+        elif m == "wb_call_traced":
+            goals = [{"kind": "ratio_max", "of": "calls/wb_call", "value": 1.3, "text": "≤ 1.3× (b)"}]
         rows.append(
             row(
                 "1. call overhead",
