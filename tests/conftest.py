@@ -53,6 +53,18 @@ def wait_until(condition: Callable[[], bool], limit: float) -> bool:
     return True
 
 
+async def wait_until_async(condition: Callable[[], bool], limit: float) -> bool:
+    """`wait_until` on a running event loop: the loop runs its other work (an explorer's tick) meanwhile."""
+    import asyncio
+
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
 def stdio_server(*extra: str, **config: Any) -> dict[str, Any]:
     """Config of our test server over stdio."""
     return {"command": PYTHON, "args": [str(TESTSERVER), *extra], **config}

@@ -338,3 +338,53 @@ def test_tasks_in_jupyterlab(task_lab: Lab) -> None:
         # the second cell's line says so too (a cancelled task has no result to show)
         wait_output(page, 2, "t2 t/s/sleep cancelled")
         page.screenshot(path=str(ARTIFACTS / "explorer-tasks.png"), full_page=True)
+
+
+PROTOCOL_CELLS = ["%load_ext workbench_magic\n%workbench open t", "%use_tool t/s/echo text=traced"]
+
+
+@pytest.fixture
+def protocol_lab(tmp_path: Path) -> Iterator[Lab]:
+    """JupyterLab with protocol.ipynb (PROTOCOL_CELLS) and toolbox `t`: our test server as `s`."""
+    _require_browser()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in PROTOCOL_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "protocol.ipynb")
+    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    server = Lab(tmp_path)
+    yield server
+    server.stop()
+
+
+def test_protocol_in_jupyterlab(protocol_lab: Lab) -> None:
+    """The Protocol tab records the chosen server while it shows: a cell's call appears as arrows,
+    and clicking the `tools/call` arrow opens the message as JSON."""
+    from playwright.sync_api import expect
+
+    with protocol_lab.notebook_page("protocol.ipynb", height=1200, failure="protocol-failure.png") as page:
+        run_cell(page, 0)
+        page.wait_for_selector(".wb-explorer", timeout=120_000)
+        choose(page, ".wb-server-select select", "● s")
+        tab(page, "Protocol")
+        wait_text(page, ".wb-protocol-view", "(no messages yet: call a tool of t/s)")
+        run_cell(page, 1)
+        wait_output(page, 1, "traced")
+        # the tick draws the exchange once the kernel is idle: the request, then its result under it
+        arrow = page.locator(".wb-arrow.wb-sent", has_text=re.compile(r"^tools/call #\d+"))
+        call = page.locator(".wb-protocol .wb-trace").locator(arrow)
+        expect(call).to_have_count(1, timeout=30_000)
+        result = page.locator(".wb-protocol .wb-trace .wb-arrow.wb-received", has_text=re.compile(r"result #\d+"))
+        expect(result).to_have_count(1, timeout=30_000)
+        expect(page.locator(".wb-protocol-status")).to_contain_text("2 messages (recording t/s)")
+        message = page.locator(".wb-protocol details", has=arrow)
+        expect(message).to_have_count(1)
+        json_text = message.locator("pre")
+        expect(json_text).to_be_hidden()
+        call.click()
+        expect(message).to_have_attribute("open", "")
+        expect(json_text).to_be_visible()
+        expect(json_text).to_contain_text('"method": "tools/call"')
+        expect(json_text).to_contain_text('"text": "traced"')
+        call.scroll_into_view_if_needed()  # the view keeps its bottom in place: the opened JSON grew above it
+        page.screenshot(path=str(ARTIFACTS / "explorer-protocol.png"), full_page=True)

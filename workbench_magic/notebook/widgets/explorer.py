@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 
 FORM_CACHE = 32
 """Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
-TABS = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks")
+TABS = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol")
 """The explorer's tabs, in order."""
-TICKING = ("Logs", "Resources", "Tasks")
+TICKING = ("Logs", "Resources", "Tasks", "Protocol")
 """The tabs brought up to date every second while they show."""
 
 
@@ -169,6 +169,7 @@ class Explorer:
         self.tabs.titles = TABS
         self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), self.chooser.header, self.server_info, self.tabs])
         self.widget.add_class("wb-explorer")
+        self._shown_tab = TABS[0]
         self.tabs.observe(self._on_tab, names="selected_index")
 
         self.call_button.on_click(self._guard(lambda _: self.call()))
@@ -179,6 +180,7 @@ class Explorer:
     def _make_panes(self) -> dict[str, Any]:
         from workbench_magic.notebook.widgets.log_pane import LogPane
         from workbench_magic.notebook.widgets.prompt_pane import PromptPane
+        from workbench_magic.notebook.widgets.protocol_pane import ProtocolPane
         from workbench_magic.notebook.widgets.resource_pane import ResourcePane
         from workbench_magic.notebook.widgets.task_pane import TaskPane
 
@@ -188,6 +190,7 @@ class Explorer:
             "Prompts": PromptPane(self.workbench),
             "Logs": LogPane(self.workbench),
             "Tasks": TaskPane(self.workbench),
+            "Protocol": ProtocolPane(self.workbench),
         }
 
     @property
@@ -210,9 +213,17 @@ class Explorer:
         """The Tasks tab's pane (the session's tasks, not one server's)."""
         return self._panes["Tasks"]
 
+    @property
+    def protocol(self) -> Any:
+        """The Protocol tab's pane (the chosen server's messages, recorded while the tab shows)."""
+        return self._panes["Protocol"]
+
     def _on_tab(self, change: Any = None) -> None:
         """A pane reads its server when it is shown (not on every change of selection)."""
         title = self.tabs.titles[self.tabs.selected_index or 0]
+        left, self._shown_tab = self._shown_tab, title
+        if left != title:
+            self._hide_pane(left)
         if title == "History":
             self._render_history()
         pane = self._panes.get(title)
@@ -227,9 +238,18 @@ class Explorer:
         if title in TICKING:
             self._tick()
 
+    def _hide_pane(self, title: str) -> None:
+        """A pane that records while its tab shows (Protocol: `hide()`) stops when the tab is left;
+        shown again, it starts anew."""
+        hide = getattr(self._panes.get(title), "hide", None)
+        if hide is not None:
+            self._pane_targets.pop(title, None)
+            hide()
+
     def _tick(self) -> None:
-        """While the Logs, Resources or Tasks tab shows, bring it up to date every second (in a
-        kernel, on its event loop): new log lines, a watched resource's updates, tasks' states."""
+        """While the Logs, Resources, Tasks or Protocol tab shows, bring it up to date every second
+        (in a kernel, on its event loop): new log lines, a watched resource's updates, tasks'
+        states, the server's messages."""
         loop = getattr(self._channel, "loop", None)
         if loop is None or self.closed or self._log_timer is not None:
             return
