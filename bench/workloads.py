@@ -337,7 +337,6 @@ def throughput(quick: bool) -> dict[str, Any]:
             if m in ("wb_threads", "wb_acall")
             else []
         )
-        med = sorted(walls[m])[len(walls[m]) // 2]
         rows.append(
             row(
                 "2. throughput",
@@ -347,12 +346,7 @@ def throughput(quick: bool) -> dict[str, Any]:
                 walls[m],
                 baseline=None if m == "raw" else "throughput/raw",
                 goals=goals,
-                extra={
-                    "calls": total,
-                    "calls_per_s_median": total / med,
-                    "client_cpu_ms_per_call": ccpu[m] * 1000 / (total * reps),
-                    "server_cpu_ms_per_call": scpu[m] * 1000 / (total * reps),
-                },
+                extra=rate_figures(walls[m], ccpu[m], scpu[m], total, reps),
             )
         )
     return {"rows": rows, "meta": {"callers": callers, "servers": nservers, "calls": total, "reps": reps}}
@@ -424,7 +418,6 @@ def batch(quick: bool) -> dict[str, Any]:
     out = []
     for m in names:
         goals = [{"kind": "ratio_max", "of": "batch/raw", "value": 1.2, "text": "≤ 1.2× raw"}] if m == "wb_map" else []
-        med = sorted(walls[m])[len(walls[m]) // 2]
         out.append(
             row(
                 "9. batch",
@@ -434,12 +427,7 @@ def batch(quick: bool) -> dict[str, Any]:
                 walls[m],
                 baseline=None if m == "raw" else "batch/raw",
                 goals=goals,
-                extra={
-                    "calls": total,
-                    "calls_per_s_median": total / med,
-                    "client_cpu_ms_per_call": ccpu[m] * 1000 / (total * reps),
-                    "server_cpu_ms_per_call": scpu[m] * 1000 / (total * reps),
-                },
+                extra=rate_figures(walls[m], ccpu[m], scpu[m], total, reps),
             )
         )
     return {"rows": out, "meta": {"concurrency": concurrency, "calls": total, "reps": reps}}
@@ -1070,3 +1058,15 @@ def interleaved(
             ccpu[m] += time.process_time() - c0
             scpu[m] += sum(cpu_seconds(p) for p in spids) - s0
     return walls, ccpu, scpu
+
+
+def rate_figures(walls: list[float], client_cpu: float, server_cpu: float, total: int, reps: int) -> dict[str, float]:
+    """The side figures of a row of `total` calls run `reps` times: calls per second (median
+    wall time), and CPU per call in the client and in the servers."""
+    median = sorted(walls)[len(walls) // 2]
+    return {
+        "calls": total,
+        "calls_per_s_median": total / median,
+        "client_cpu_ms_per_call": client_cpu * 1000 / (total * reps),
+        "server_cpu_ms_per_call": server_cpu * 1000 / (total * reps),
+    }

@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from workbench_magic.vocabulary.tasks import TERMINAL, TaskState, TaskStatus
+from workbench_magic.vocabulary.tasks import TERMINAL, TaskState
 
 logger = logging.getLogger("workbench_magic")
 
@@ -46,7 +46,8 @@ CANCEL_GRACE = 5.0
 CLIENT_POLL_MS = 500
 """The `pollInterval` this client suggests for its own tasks."""
 CLIENT_TASKS_KEPT = 100
-"""Ended client-side tasks kept for a server's `tasks/result` (the oldest go first)."""
+"""Client-side tasks kept for a server's `tasks/get` and `tasks/result`: beyond this many, the
+oldest ended ones go first (a running one is always kept)."""
 
 MODERN_TASKS = (
     "it must run as a task, and this server speaks 2026-07-28, where tasks are an extension "
@@ -77,8 +78,10 @@ async def call_as_task(
 ) -> Any:
     """Run a tool as a task on its server and return its `CallToolResult`.
 
-    `on_status(state)` hears each status the server reports; `progress(n, None, message)` each
-    new status message. Cancelling the caller cancels the task on the server.
+    `on_status(state)` hears each status the server reports while the task runs (and
+    `cancelled` when the caller stops it); how the call ended is the caller's to say, from the
+    result. `progress(n, None, message)` hears each new status message. Cancelling the caller
+    cancels the task on the server.
     """
     import mcp_types as types
 
@@ -124,9 +127,6 @@ async def call_as_task(
             types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id)),
             types.CallToolResult,
         )
-        final: TaskStatus = "failed" if result.is_error else "completed"
-        if on_status is not None:
-            on_status(TaskState(final, task.status_message, task.task_id))
         return result
     except BaseException:
         if task.status not in TERMINAL:
