@@ -69,6 +69,7 @@ def test_each_call_is_paired_with_its_response_by_id(wb: Workbench) -> None:
         assert response.message["id"] == request.message["id"] and "result" in response.message
     progress = [m for m in trace.messages if m.message.get("method") == "notifications/progress"]
     assert [m.message["params"]["message"] for m in progress] == ["step 1/2", "step 2/2"]
+    assert [m.message.get("method") for m in calls[2]] == ["tools/call", *["notifications/progress"] * 2, None]
     assert "tools/call #" in repr(trace) and "notifications/progress" in trace._repr_html_()
 
 
@@ -119,7 +120,7 @@ def test_the_rendering_names_each_method(wb: Workbench) -> None:
     with wb.trace("t/new") as trace:
         wb.call("t/new/echo", {"text": "drawn"})
     html, text = trace._repr_html_(), repr(trace)
-    assert "wb-trace" in html and html.count("<details>") == len(trace.messages)
+    assert "wb-trace" in html and html.count("<details ") == len(trace.messages)
     for message in trace.messages:
         if "method" in message.message:
             assert message.message["method"] in html and message.message["method"] in text

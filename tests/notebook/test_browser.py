@@ -340,7 +340,12 @@ def test_tasks_in_jupyterlab(task_lab: Lab) -> None:
         page.screenshot(path=str(ARTIFACTS / "explorer-tasks.png"), full_page=True)
 
 
-PROTOCOL_CELLS = ["%load_ext workbench_magic\n%workbench open t", "%use_tool t/s/echo text=traced"]
+PROTOCOL_CELLS = [
+    "%load_ext workbench_magic\n%workbench open t",
+    "%use_tool t/s/echo text=traced",
+    "from workbench_magic import Workbench\n"
+    "for n in range(30):\n    Workbench.shared().call('t/s/echo', {'text': 'again'})",
+]
 
 
 @pytest.fixture
@@ -386,5 +391,16 @@ def test_protocol_in_jupyterlab(protocol_lab: Lab) -> None:
         expect(json_text).to_be_visible()
         expect(json_text).to_contain_text('"method": "tools/call"')
         expect(json_text).to_contain_text('"text": "traced"')
-        call.scroll_into_view_if_needed()  # the view keeps its bottom in place: the opened JSON grew above it
         page.screenshot(path=str(ARTIFACTS / "explorer-protocol.png"), full_page=True)
+        # thirty more calls: the diagram is drawn again, the opened message stays open, and the
+        # box, scrolled to its end, follows the newest message
+        opened = page.locator(f".wb-protocol details[data-key='{message.get_attribute('data-key')}']")
+        box = page.locator(".wb-protocol-view div").first
+        box.evaluate("box => { box.scrollTop = box.scrollHeight; }")
+        run_cell(page, 2)
+        expect(page.locator(".wb-protocol-status")).to_contain_text("62 messages (recording t/s)", timeout=30_000)
+        expect(opened).to_have_attribute("open", "")
+        expect(opened.locator("pre")).to_contain_text('"text": "traced"')
+        newest = page.locator(".wb-protocol .wb-trace .wb-arrow").last
+        expect(newest).to_be_in_viewport()
+        assert box.evaluate("box => box.scrollHeight - box.scrollTop - box.clientHeight") < 8

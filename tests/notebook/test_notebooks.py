@@ -11,6 +11,23 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: What a notebook's output must show, besides running clean.
+SHOWN = {
+    # traces: both handshakes, a call with its progress, an error reply and an isError result, and a
+    # server's question in both eras (a request of its own; input_required and the retry)
+    "02-mcp-concepts.ipynb": [
+        "initialize #",
+        "notifications/initialized",
+        "server/discover #",
+        "notifications/progress",
+        "result #",
+        "(isError)",
+        "error #",
+        "elicitation/create #",
+        "input_required #",
+        "inputResponses",
+    ],
+}
 
 
 def test_there_are_notebooks() -> None:
@@ -42,6 +59,8 @@ def test_notebook_runs_clean(path: Path, tmp_path: Path) -> None:
     # Without widget state (nbconvert, GitHub) the explorer falls back to static HTML, never "VBox(...)".
     body, _ = HTMLExporter().from_notebook_node(nb)
     assert "VBox(" not in body
+    for shown in SHOWN.get(path.name, []):
+        assert shown in body, shown
     if "%workbench open demo" in "".join(c.source for c in nb.cells):
         assert "2/2 servers connected" in body  # the opened toolbox's static view: status and tools
         assert "demo/datasets/query" in body

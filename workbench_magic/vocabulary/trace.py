@@ -32,36 +32,52 @@ class TraceMessage:
 
     @property
     def label(self) -> str:
-        """`tools/call #3`, `result #3`, `error #3`, or a notification's method."""
+        """`tools/call #3`, `result #3`, `result #3 (isError)`, `input_required #3`, `error #3`, or a
+        notification's method."""
         m = self.message
         key = f" #{m['id']}" if "id" in m else ""
         if "method" in m:
             return f"{m['method']}{key}"
         if "error" in m:
             return f"error{key}"
-        kind = (m.get("result") or {}).get("resultType") if isinstance(m.get("result"), dict) else None
-        return f"{kind}{key}" if kind == "input_required" else f"result{key}"
+        result = _part(m, "result")
+        if result.get("resultType") == "input_required":
+            return f"input_required{key}"
+        return f"result{key} (isError)" if result.get("isError") else f"result{key}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"direction": self.direction, "server": self.server, "time": self.time, "message": self.message}
 
 
 def exchanges(messages: Sequence[TraceMessage]) -> list[list[TraceMessage]]:
-    """The messages in exchanges, in the order each began: a request with its response, the rounds
-    of a multi-round-trip request together; a notification alone."""
+    """The messages in exchanges, in the order each began: a request with its response; the rounds
+    of a multi-round-trip request together; inside a request's exchange, the progress notifications
+    naming its `progressToken`, and the requests and log messages the server sent while it was open
+    (the latest open one: on 2025-11-25 a server asks the client mid-call); any other notification
+    alone."""
     groups: list[list[TraceMessage]] = []
     open_requests: dict[tuple[str, str, Any], list[TraceMessage]] = {}
+    asking: dict[str, list[list[TraceMessage]]] = {}  # per server: the open sent requests, oldest first
+    tokens: dict[tuple[str, Any], list[TraceMessage]] = {}
     states: dict[tuple[str, Any], list[TraceMessage]] = {}
     for item in messages:
         m = item.message
-        if "method" in m and "id" in m:  # a request: a new exchange, or the next round of one
-            state = (m.get("params") or {}).get("requestState") if isinstance(m.get("params"), dict) else None
+        params = _part(m, "params")
+        if "method" in m and "id" in m:  # a request: a new exchange, the next round of one, or inside one
+            state = params.get("requestState")
             group = states.pop((item.server, state), None) if state else None
+            if group is None and item.direction == "received":
+                group = next(iter(reversed(asking.get(item.server, []))), None)
             if group is None:
                 group = []
                 groups.append(group)
             group.append(item)
             open_requests[(item.server, item.direction, m["id"])] = group
+            if item.direction == "sent" and m["method"] != "subscriptions/listen":
+                asking.setdefault(item.server, []).append(group)
+                token = (params.get("_meta") or {}).get("progressToken")
+                if token is not None:
+                    tokens[(item.server, token)] = group
         elif "id" in m and ("result" in m or "error" in m):  # a response: under its request
             asked = "received" if item.direction == "sent" else "sent"
             group = open_requests.pop((item.server, asked, m["id"]), None)
@@ -69,12 +85,32 @@ def exchanges(messages: Sequence[TraceMessage]) -> list[list[TraceMessage]]:
                 groups.append([item])
                 continue
             group.append(item)
-            result = m.get("result")
-            if isinstance(result, dict) and result.get("resultType") == "input_required":
+            result = _part(m, "result")
+            if result.get("resultType") == "input_required":
                 states[(item.server, result.get("requestState"))] = group
+            elif asked == "sent":
+                _forget(asking.get(item.server, []), group)
+                tokens = {key: g for key, g in tokens.items() if g is not group}
+        elif m.get("method") == "notifications/progress" and (item.server, params.get("progressToken")) in tokens:
+            tokens[(item.server, params.get("progressToken"))].append(item)
+        elif m.get("method") == "notifications/message" and item.direction == "received" and asking.get(item.server):
+            asking[item.server][-1].append(item)
         else:
             groups.append([item])
     return groups
+
+
+def _part(message: dict[str, Any], key: str) -> dict[str, Any]:
+    """`message[key]` when it is an object, else an empty one."""
+    value = message.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _forget(groups: list[list[TraceMessage]], group: list[TraceMessage]) -> None:
+    for n, open_group in enumerate(groups):
+        if open_group is group:
+            del groups[n]
+            return
 
 
 def lanes(messages: Iterable[TraceMessage]) -> list[str]:
@@ -96,38 +132,69 @@ def render_text(messages: Sequence[TraceMessage], *, dropped: int = 0) -> str:
 
 
 def render_html(messages: Sequence[TraceMessage], *, dropped: int = 0) -> str:
-    """A sequence diagram: the workbench and each server as lanes, an arrow per message; click an
-    arrow for the message as JSON."""
+    """A sequence diagram: the workbench and each server as lanes, an arrow per message between
+    their lifelines, each exchange on its own shade; click an arrow for the message as JSON."""
     if not messages:
         return "<p>(no messages)</p>"
     servers = lanes(messages)
-    columns = f"6em repeat({len(servers) + 1}, minmax(9em, 1fr))"
-    grid = f"display:grid;grid-template-columns:{columns};align-items:center;gap:0 4px"
-    head = "".join(f"<b style='text-align:center'>{esc(name)}</b>" for name in ["workbench", *servers])
-    rows = [f"<div style='{grid};border-bottom:1px solid #ccc'><span></span>{head}</div>"]
+    parts = [_head(servers)]
     if dropped:
-        rows.append(f"<div><i>{dropped} older messages dropped</i></div>")
-    for number, group in enumerate(exchanges(messages)):
-        shade = "#f6f8fa" if number % 2 else "transparent"
-        body = "".join(_arrow(item, servers.index(item.server) + 1, grid) for item in group)
-        rows.append(f"<div class='wb-exchange' style='background:{shade}'>{body}</div>")
-    return f"<div class='wb-trace' style='font:12px monospace'>{''.join(rows)}</div>"
+        parts.append(f"<div><i>{dropped} older messages dropped</i></div>")
+    parts.extend(_exchange_html(group, servers, number) for number, group in enumerate(exchanges(messages)))
+    return f"<div class='wb-trace' style='font:12px monospace'>{''.join(parts)}</div>"
 
 
-def _arrow(item: TraceMessage, lane: int, grid: str) -> str:
-    sent = item.direction == "sent"
-    response = "method" not in item.message
-    color = "#b00020" if "error" in item.message else ("#1565c0" if sent else "#2e7d32")
-    line = f"border-bottom:2px {'dashed' if response else 'solid'} {color}"
-    label = f"{esc(item.label)} ▶" if sent else f"◀ {esc(item.label)}"
-    align = "right" if sent else "left"
-    arrow = (
-        f"<span class='wb-arrow wb-{item.direction}' style='grid-column:2 / span {lane + 1};"
-        f"{line};text-align:{align};color:{color};padding:0 2px'>{label}</span>"
+def _grid(servers: Sequence[str]) -> str:
+    # Each lane is two columns, so that its lifeline (the line between them) is its centre.
+    columns = f"6em repeat({2 * (len(servers) + 1)}, minmax(4.5em, 1fr))"
+    return f"display:grid;grid-template-columns:{columns};align-items:end"
+
+
+def _head(servers: Sequence[str]) -> str:
+    names = "".join(
+        f"<b style='grid-column:{2 + 2 * n} / span 2;text-align:center;overflow-wrap:anywhere'>{esc(name)}</b>"
+        for n, name in enumerate(["workbench", *servers])
     )
+    return f"<div style='{_grid(servers)};border-bottom:1px solid #ccc'>{names}</div>"
+
+
+def _exchange_html(group: Sequence[TraceMessage], servers: Sequence[str], number: int) -> str:
+    """One exchange, shaded every other time; its parts are messages, each with its lifelines."""
+    shade = "#f6f8fa" if number % 2 else "transparent"
+    body = "".join(_arrow(item, servers) for item in group)
+    return f"<div class='wb-exchange' style='background:{shade}'>{body}</div>"
+
+
+def _color(item: TraceMessage) -> str:
+    if "error" in item.message:
+        return "#b00020"
+    if _part(item.message, "result").get("isError"):
+        return "#e65100"
+    return "#1565c0" if item.direction == "sent" else "#2e7d32"
+
+
+def _arrow(item: TraceMessage, servers: Sequence[str]) -> str:
+    lane = servers.index(item.server) + 1
+    sent = item.direction == "sent"
+    color = _color(item)
+    response = "method" not in item.message
+    lifelines = "".join(
+        f"<span style='grid-row:1;grid-column:{3 + 2 * n};align-self:stretch;border-left:1px dotted #aaa'></span>"
+        for n in range(len(servers) + 1)
+    )
+    label = f"{esc(item.label)} ▶" if sent else f"◀ {esc(item.label)}"
+    arrow = (
+        f"<span class='wb-arrow wb-{item.direction}' style='grid-row:1;grid-column:3 / {3 + 2 * lane};"
+        f"border-bottom:2px {'dashed' if response else 'solid'} {color};text-align:{'right' if sent else 'left'};"
+        f"color:{color};padding:0 2px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>{label}</span>"
+    )
+    time = f"<span style='grid-row:1;grid-column:1'>{item.time:.3f} s</span>"
+    summary = f"<summary style='{_grid(servers)};cursor:pointer;list-style:none'>{time}{lifelines}{arrow}</summary>"
     text = esc(json.dumps(item.message, indent=2, ensure_ascii=False))
-    summary = f"<summary style='{grid};cursor:pointer;list-style:none'><span>{item.time:.3f} s</span>{arrow}</summary>"
-    return f"<details>{summary}<pre style='margin:2px 0 6px 6em'>{text}</pre></details>"
+    pre = f"<pre style='margin:2px 0 6px 6em;white-space:pre-wrap'>{text}</pre>"
+    # data-key: which message a person opened, kept open when the Protocol tab draws again
+    key = esc(f"{item.time:.6f} {item.direction} {item.server} {item.label}")
+    return f"<details data-key='{key}'>{summary}{pre}</details>"
 
 
 __all__ = ["Direction", "TraceMessage", "exchanges", "lanes", "render_html", "render_text"]

@@ -140,13 +140,16 @@ def run_in_shell(wb: Workbench, monkeypatch: pytest.MonkeyPatch, cell: str) -> A
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "workbench_magic")
     # names a template uses, defined in the notebook: IPython must not fill them into the cell
-    shell.user_ns.update(country="spain", city="madrid", id="0")
+    names = {"country": "spain", "city": "madrid", "id": "0"}
+    shell.user_ns.update(names)
     try:
         outcome = shell.run_cell(cell)
         assert outcome.error_in_exec is None and outcome.error_before_exec is None
         return outcome.result
     finally:
         shell.run_line_magic("unload_ext", "workbench_magic")
+        for name in names:  # the shell is the process's: later tests must not see them
+            shell.user_ns.pop(name, None)
 
 
 # ---- nothing selected ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@ Core ipywidgets only; everything runs on the kernel thread. Showing the pane for
 one for the new server; `hide()` (the explorer shows another tab) and `close()` stop it, so nothing
 records while the tab is hidden, and showing it again starts a new trace. The pane has no timer:
 the explorer calls `refresh()` every second while the tab shows, and a refresh that finds the
-same messages touches no widget (re-rendering would close the message a person opened).
+same messages touches no widget. The diagram is a `TraceView`, whose front end keeps the messages
+a person opened open across renders and follows the newest message.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import html
 import shlex
 from typing import TYPE_CHECKING
 
+import anywidget
 import ipywidgets as w
+import traitlets
 
 from workbench_magic.notebook.widgets.pane import Pane, red_line
 from workbench_magic.vocabulary.errors import WorkbenchError
@@ -28,6 +31,39 @@ if TYPE_CHECKING:
 
 PROTOCOL_LIMIT = 500
 """Messages the pane's trace keeps (the oldest are dropped first)."""
+
+
+_ESM = r"""
+// Draws the diagram's HTML in a scrolling box: a message a person opened stays open when the
+// diagram is drawn again, and the box follows the newest message while it is scrolled to the end.
+function render({ model, el }) {
+  const box = document.createElement("div");
+  box.style.cssText = "max-height:32em;overflow:auto;border:1px solid #ddd";
+  el.appendChild(box);
+  let first = true;
+  const draw = () => {
+    const atEnd = first || box.scrollHeight - box.scrollTop - box.clientHeight < 8;
+    const opened = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.key));
+    box.innerHTML = model.get("value");
+    for (const d of box.querySelectorAll("details")) if (opened.has(d.dataset.key)) d.open = true;
+    if (atEnd) box.scrollTop = box.scrollHeight;
+    first = false;
+  };
+  draw();
+  model.on("change:value", draw);
+  return () => model.off("change:value", draw);
+}
+export default { render };
+"""
+
+
+class TraceView(anywidget.AnyWidget):
+    """The Protocol pane's diagram: `value` is its HTML (`render_html`). The front end keeps the
+    messages a person opened open when `value` changes, and follows the newest message while the
+    box is scrolled to its end."""
+
+    _esm = _ESM
+    value = traitlets.Unicode("").tag(sync=True)
 
 
 class ProtocolPane(Pane):
@@ -52,7 +88,7 @@ class ProtocolPane(Pane):
             description="Clear", icon="eraser", tooltip="Start the trace again (the messages so far are dropped)"
         )
         self.status = w.HTML()
-        self.view = w.HTML(layout=w.Layout(width="100%"))
+        self.view = TraceView(layout=w.Layout(width="100%"))
         self.clear_button.on_click(self._guard(lambda _: self.clear()))
         controls = w.HBox(
             [self.clear_button, self.refresh_button, self.copy_button],
@@ -163,8 +199,4 @@ class ProtocolPane(Pane):
                 empty = "not recording" if self.target else "select a server"
             self.view.value = f"<div class='wb-protocol-empty' style='color:#777'><i>({empty})</i></div>"
             return
-        # column-reverse keeps the scroll position at the bottom (the newest message) without code
-        self.view.value = (
-            "<div style='display:flex;flex-direction:column-reverse;max-height:32em;overflow:auto;"
-            f"border:1px solid #ddd'><div>{render_html(self.messages, dropped=self.dropped)}</div></div>"
-        )
+        self.view.value = render_html(self.messages, dropped=self.dropped)
