@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
+    from workbench_magic.vocabulary.surface import Diff, Snapshot
 
 
 # A library's loggers stay quiet unless the application configures logging (servers' log
@@ -58,6 +59,8 @@ _LAZY = {
     "ToolInfo": "workbench_magic.vocabulary.listings",
     "AppView": "workbench_magic.api.apps",
     "Batch": "workbench_magic.vocabulary.batches",
+    "Snapshot": "workbench_magic.vocabulary.surface",
+    "Diff": "workbench_magic.vocabulary.surface",
     "TaskHandle": "workbench_magic.api.tasks",
     "ToolsChanged": "workbench_magic.vocabulary.events",
     "ResourcesChanged": "workbench_magic.vocabulary.events",
@@ -100,6 +103,7 @@ __all__ = [
     "CallTimeoutError",
     "ConfigError",
     "ConnectError",
+    "Diff",
     "InvalidIdentifierError",
     "MissingExtraError",
     "NotFoundError",
@@ -108,6 +112,7 @@ __all__ = [
     "RequestError",
     "ResourcesChanged",
     "ServerNotFoundError",
+    "Snapshot",
     "StatusChanged",
     "TaskHandle",
     "TaskRequiredError",

@@ -1,4 +1,5 @@
-"""The `workbench-magic` command: list toolboxes and tools, call a tool, run the demo."""
+"""The `workbench-magic` command: list toolboxes and tools, call a tool, snapshot a toolbox, diff two
+snapshots, serve, run the demo."""
 
 from __future__ import annotations
 
@@ -39,6 +40,21 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     call.add_argument("--timeout", type=float, default=None)
     sub.add_parser("demo", help="open the embedded demo toolbox, call a few tools, print the results", parents=[common])
+    snapshot = sub.add_parser(
+        "snapshot",
+        help="record what a toolbox offers (servers, tools and their schemas, resources, prompts) as JSON",
+        parents=[common],
+    )
+    snapshot.add_argument("toolbox")
+    snapshot.add_argument("-o", "--output", help="file to write (default: standard output)")
+    diff = sub.add_parser(
+        "diff",
+        help="what changed between two snapshots; exit status 1 when a client could break",
+        parents=[common],
+        epilog="exit status: 0 no breaking change, 1 a breaking change, 2 an error",
+    )
+    diff.add_argument("old", help="the earlier snapshot file")
+    diff.add_argument("new", help="the later snapshot file")
     serve = sub.add_parser(
         "serve",
         help="serve the toolboxes over MCP (meta-tools, optionally every tool)",
@@ -72,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from workbench_magic.demo.smoke import run_demo
 
             return run_demo(args.config)
+        if args.command == "diff":
+            changes = Workbench.diff(args.old, args.new)
+            print(repr(changes))
+            return 1 if changes.breaking else 0
         wb = Workbench(config=args.config)
         try:
             if args.command == "list":
@@ -82,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for reason in box.failed.values():
                     print(reason, file=sys.stderr)
                 print(repr(wb.tools(args.target)))
+            elif args.command == "snapshot":
+                surface = wb.snapshot(args.toolbox)
+                if args.output:
+                    surface.save(args.output)
+                    count = len(surface.servers)
+                    print(f"{args.output}: {args.toolbox}, {count} server{'' if count == 1 else 's'}", file=sys.stderr)
+                else:
+                    print(surface.to_json(), end="")
             elif args.command == "call":
                 try:
                     arguments = json.loads(args.arguments)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -375,3 +376,18 @@ def test_workbench_trace_on_show_and_off(ip: InteractiveShell) -> None:
     assert "No trace is recording" in str(run(ip, "%workbench trace off"))
     with pytest.raises(UsageError, match=r"invalid choice: 't/s' \(choose from 'on', 'off'\)"):
         run(ip, "%workbench trace t/s")
+
+
+def test_workbench_export_py_writes_tests(
+    ip: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(ip, "%use_tool t/s/echo text=hi")
+    run(ip, "%use_tool t/s/add a=1 b=2")
+    target = tmp_path / "tests" / "test_session.py"
+    said = run(ip, f"%workbench export {target} --ignore $.at")
+    assert f"Exported the session's calls as tests to {target} (run: pytest {target})" in repr(said)
+    text = target.read_text()
+    assert "def test_01_s_echo(wb: Workbench)" in text and "def test_02_s_add(wb: Workbench)" in text
+    assert 'wb.call("t/s/add", {"a": 1, "b": 2})' in text and "def test_schema_s_add" in text
+    wrong = error_of(ip, f"%workbench export {tmp_path / 'session.ipynb'} --ignore $.at", capsys)
+    assert "--replay and --ignore are for tests" in wrong and not (tmp_path / "session.ipynb").exists()

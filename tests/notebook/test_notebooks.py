@@ -27,6 +27,14 @@ SHOWN = {
         "input_required #",
         "inputResponses",
     ],
+    # the exported tests pass, then catch the changed server (a value, a lost enum value); so does the diff
+    "10-from-exploration-to-tests.ipynb": [
+        "4 passed",
+        "2 failed, 2 passed",
+        "{'value': 26.2188} != {'value': 26.2187}",
+        "argument 'source': enum lost 'lb'",
+        "exit status 1",
+    ],
 }
 
 
@@ -60,7 +68,7 @@ def test_notebook_runs_clean(path: Path, tmp_path: Path) -> None:
     body, _ = HTMLExporter().from_notebook_node(nb)
     assert "VBox(" not in body
     for shown in SHOWN.get(path.name, []):
-        assert shown in body, shown
+        assert shown in body or shown in texts, shown
     if "%workbench open demo" in "".join(c.source for c in nb.cells):
         assert "2/2 servers connected" in body  # the opened toolbox's static view: status and tools
         assert "demo/datasets/query" in body

@@ -14,7 +14,7 @@ import atexit
 import logging
 import os
 import weakref
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -43,7 +43,15 @@ from workbench_magic.vocabulary.errors import (
     toolbox_not_open,
 )
 from workbench_magic.vocabulary.events import Event
-from workbench_magic.vocabulary.listings import History, ServerStatus, ToolboxInfo, ToolboxList, ToolInfo, ToolList
+from workbench_magic.vocabulary.listings import (
+    CallRecord,
+    History,
+    ServerStatus,
+    ToolboxInfo,
+    ToolboxList,
+    ToolInfo,
+    ToolList,
+)
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
@@ -55,6 +63,7 @@ if TYPE_CHECKING:
     from workbench_magic.engine.tasks import StatusCallback
     from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
     from workbench_magic.vocabulary.results import PromptResult, ResourceResult
+    from workbench_magic.vocabulary.surface import Diff, Snapshot
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
@@ -338,6 +347,11 @@ class Workbench(Configurable):
         if len(parts) != 2 or not all(parts):
             raise UsageError(f"add_server needs 'toolbox/name', got {target!r}")
         return parts[0], parts[1]
+
+    @property
+    def notebook_servers(self) -> frozenset[tuple[str, str]]:
+        """The `(toolbox, server)` of each server added from the notebook (`add_server`)."""
+        return frozenset(self._added)
 
     def is_open(self, name: str) -> bool:
         state = self._core.state.get(name)
@@ -729,6 +743,48 @@ class Workbench(Configurable):
         """Write the session (its opens and calls, and the replay line of a recorded cassette)
         as a notebook at `path`; returns the path."""
         return exporting.export_notebook(self, path)
+
+    def export_tests(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        replay: str | os.PathLike[str] | None = None,
+        calls: Iterable[CallRecord | int] | None = None,
+        ignore: Iterable[str] = (),
+    ) -> str:
+        """Write the session's tool calls as a pytest file at `path` (`.py`); returns the path.
+
+        A module fixture opens the toolboxes the calls used (the config found as the workbench
+        finds it; with `replay=CASSETTE`, that cassette: no server, no secret). One test per
+        call (the history, or `calls`: records or history indices), in order, sends the same
+        arguments and asserts the same outcome (ok or tool error) and the same structured content,
+        or text when there is none; `ignore` takes JSON paths of values that change from run to
+        run (`$.created`, `rows[*].id`). One test per tool used checks that its input schema still
+        accepts what it accepted (no new required argument, no narrowed type).
+        """
+        from workbench_magic.api.regression import export_tests
+
+        return export_tests(self, path, replay=replay, calls=calls, ignore=ignore)
+
+    def snapshot(self, toolbox: str) -> Snapshot:
+        """The surface of `toolbox` (opened if needed): per server, its info, tools (names,
+        descriptions, input and output schemas, annotations), resources, resource templates and
+        prompts. `.save(path)` writes it as stable JSON; `Snapshot.load(path)` reads it back."""
+        from workbench_magic.api.regression import snapshot
+
+        return snapshot(self, toolbox)
+
+    @staticmethod
+    def diff(old: Snapshot | str | os.PathLike[str], new: Snapshot | str | os.PathLike[str]) -> Diff:
+        """What changed from `old` to `new` (snapshots, or paths of saved ones): added, removed
+        and changed items per server, schema changes named per argument; `.breaking` when a
+        client could break."""
+        from workbench_magic.vocabulary.surface import Snapshot, diff_snapshots
+
+        def loaded(side: Snapshot | str | os.PathLike[str]) -> Snapshot:
+            return side if isinstance(side, Snapshot) else Snapshot.load(side)
+
+        return diff_snapshots(loaded(old), loaded(new))
 
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"

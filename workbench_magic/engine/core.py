@@ -451,7 +451,8 @@ class Core:
             identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
         )
         failed = result.error_message() if result.is_error else None
-        self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets)
+        answer = {"is_error": result.is_error, "structured_content": result.structured_content, "text": result.text}
+        self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets, answer)
         return result
 
     def remember(self, record: CallRecord) -> None:
@@ -479,11 +480,13 @@ class Core:
         ok: bool,
         error: str | None,
         secrets: frozenset[str] = frozenset(),
+        answer: dict[str, Any] | None = None,
     ) -> None:
         if secrets:
             args = mask_value(args, secrets)
             error = mask(error, secrets) if error else error
-        self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error))
+            answer = mask_value(answer, secrets)
+        self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error, answer=answer))
 
 
 _background: set[asyncio.Future[Any]] = set()

@@ -244,7 +244,14 @@ class WorkbenchMagics(Magics):
 
         p = self._parser("export")
         p.add_argument("path")
+        p.add_argument("--replay", default=None)
+        p.add_argument("--ignore", action="append", default=[])
         ns = p.parse(args)
+        if ns.path.endswith(".py"):
+            written = self.workbench.export_tests(ns.path, replay=ns.replay, ignore=ns.ignore)
+            return TextView(f"Exported the session's calls as tests to {written} (run: pytest {written})")
+        if ns.replay is not None or ns.ignore:
+            raise UsageError("--replay and --ignore are for tests: %workbench export PATH.py [--replay CASSETTE]")
         return TextView(f"Exported the session to {self.workbench.export_notebook(ns.path)}")
 
     def _cmd_trace(self, args: list[str]) -> Any:

@@ -66,9 +66,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "live servers for what the cassette lacks.",
     ),
     "export": (
-        "%workbench export PATH.ipynb",
-        "Write this session as a notebook: the opens, one %%use_tool cell per call, and the replay\n"
-        "line of a recorded cassette.",
+        "%workbench export PATH.ipynb | PATH.py [--replay CASSETTE] [--ignore JSONPATH ...]",
+        "PATH.ipynb: write this session as a notebook: the opens, one %%use_tool cell per call, and\n"
+        "the replay line of a recorded cassette.\n"
+        "PATH.py: write its tool calls as pytest regression tests: one test per call (same arguments,\n"
+        "same outcome and structured content or text) and one per tool (its input schema still\n"
+        "accepts what it accepted). --replay runs them from a cassette (no server); --ignore leaves\n"
+        "out a value that changes from run to run ($.created).",
     ),
 }
 

@@ -313,9 +313,10 @@ class PromptInfo:
 class CallRecord:
     """One entry of `Workbench.history`.
 
-    `kind` is `tool` for a tool call; a request a server made of the client is `sampling`,
-    `elicitation` or `roots`, with `identifier.name` that kind, `arguments` what was asked and
-    `answer` what was answered.
+    `kind` is `tool` for a tool call, whose `answer` is what the tool returned
+    (`{"is_error", "structured_content", "text"}`; None when the call raised). A request a server
+    made of the client is `sampling`, `elicitation` or `roots`, with `identifier.name` that kind,
+    `arguments` what was asked and `answer` what was answered.
     """
 
     identifier: ToolIdentifier

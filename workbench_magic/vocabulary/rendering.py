@@ -21,3 +21,22 @@ def first_line(text: str | None, limit: int = 100) -> str:
     """The first non-blank line of `text`, cut to `limit` characters with `…`."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a Python value (`integer`, `array`, ...; else its class name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

@@ -20,6 +20,7 @@ import ipywidgets as widgets
 
 from workbench_magic.engine.schema import resolve
 from workbench_magic.vocabulary.errors import WorkbenchError
+from workbench_magic.vocabulary.rendering import json_type
 
 __all__ = [
     "LABEL_WIDTH",
@@ -137,25 +138,6 @@ def is_choice(spec: dict[str, Any]) -> bool:
     """Whether a (normalized) schema node is a choice among constants (an `enum`)."""
     enum = spec.get("enum")
     return isinstance(enum, list) and bool(enum) and "properties" not in spec
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a Python value, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def dumps(value: Any) -> str:

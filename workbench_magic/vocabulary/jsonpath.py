@@ -1,0 +1,90 @@
+"""JSON paths naming values to leave out of a comparison (`without`), as `wb.export_tests(...,
+ignore=...)` and the tests it writes use them.
+
+The paths are the common subset of JSONPath: `$` (the root, optional), `.name` or `['name']` for
+a key, `[0]` for an item (`[-1]` the last), `[*]` or `.*` for every key or item. Examples:
+`$.created`, `rows[*].id`, `$['odd key'][0]`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from workbench_magic.vocabulary.errors import UsageError
+
+Step = str | int | None
+"""A key, an index, or None for every key or item."""
+
+_STEP = re.compile(
+    r"""\.(?P<name>[A-Za-z_$][\w$-]*)|\.\*(?P<all>)|\[\*\](?P<every>)|\[(?P<index>-?\d+)\]"""
+    r"""|\[(?P<quote>['"])(?P<key>(?:\\.|(?!(?P=quote)).)*)(?P=quote)\]"""
+)
+
+
+def parse(path: str) -> tuple[Step, ...]:
+    """The steps of `path`; `UsageError` naming the path when it is not one."""
+    text = path.strip()
+    if text.startswith("$"):
+        text = text[1:]
+    elif text and not text.startswith((".", "[")):
+        text = "." + text
+    steps: list[Step] = []
+    position = 0
+    while position < len(text):
+        match = _STEP.match(text, position)
+        if match is None:
+            raise UsageError(
+                f"Not a JSON path: {path!r} (at {text[position:]!r}); write e.g. $.created, rows[*].id or $['a b'][0]"
+            )
+        if match["name"] is not None:
+            steps.append(match["name"])
+        elif match["index"] is not None:
+            steps.append(int(match["index"]))
+        elif match["key"] is not None:
+            steps.append(re.sub(r"\\(.)", r"\1", match["key"]))
+        else:
+            steps.append(None)
+        position = match.end()
+    if not steps:
+        raise UsageError(f"Not a JSON path: {path!r} (it names the whole value, not a part of it)")
+    return tuple(steps)
+
+
+def without(value: Any, paths: Iterable[str]) -> Any:
+    """A copy of `value` with the parts `paths` name left out (keys removed, items removed);
+    a path that names nothing in `value` changes nothing."""
+    result = copy.deepcopy(value)
+    for path in paths:
+        result = _drop(result, parse(path))
+    return result
+
+
+def _drop(value: Any, steps: tuple[Step, ...]) -> Any:
+    step, rest = steps[0], steps[1:]
+    if isinstance(value, dict):
+        keys = list(value) if step is None else [step] if isinstance(step, str) and step in value else []
+        for key in keys:
+            if rest:
+                value[key] = _drop(value[key], rest)
+            else:
+                del value[key]
+    elif isinstance(value, list):
+        if step is None:
+            indices = list(range(len(value)))
+        elif isinstance(step, int) and -len(value) <= step < len(value):
+            indices = [step % len(value)]
+        else:
+            indices = []
+        if rest:
+            for index in indices:
+                value[index] = _drop(value[index], rest)
+        else:
+            for index in sorted(indices, reverse=True):
+                del value[index]
+    return value
+
+
+__all__ = ["Step", "parse", "without"]
