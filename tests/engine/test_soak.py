@@ -40,10 +40,11 @@ RSS_GROWTH_LIMIT_MB = 30
 #: Growth beyond what the history itself explains (RSS growth minus the new entries' bytes), in
 #: MB. Measured +0.8 to +1.7 MB; 10 MB catches a leak of 1 KB per call.
 UNEXPLAINED_GROWTH_LIMIT_MB = 10
-#: Upper bound of the history's cost per call, in bytes. Measured 477: the copied arguments dict
-#: with its text (~300) and the `CallRecord` (~180 with two floats); the `ToolIdentifier` is
-#: shared, since a string identifier is parsed once (it was ~800 bytes more per call before).
-#: `history_limit` bounds what a kernel pays for it (about 5 MB at the default 10,000).
+#: Upper bound of the history's cost per call, in bytes. Measured 858: the copied arguments dict
+#: with its text (~300), the `CallRecord` (~180 with two floats) and what the tool answered (a
+#: `ToolAnswer` with the structured content, ~380, kept for `wb.export_tests`); the
+#: `ToolIdentifier` is shared, since a string identifier is parsed once (~800 bytes more before).
+#: `history_limit` bounds what a kernel pays for it (about 9 MB at the default 10,000).
 HISTORY_BYTES_PER_ENTRY = 1_000
 
 

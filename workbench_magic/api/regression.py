@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench_magic.vocabulary.errors import UsageError, WorkbenchError
 from workbench_magic.vocabulary.jsonpath import parse, without
-from workbench_magic.vocabulary.listings import CallRecord
+from workbench_magic.vocabulary.listings import CallRecord, ToolAnswer
 from workbench_magic.vocabulary.pysource import assert_equal, call, literal, string, width
 from workbench_magic.vocabulary.surface import Snapshot
 
@@ -77,7 +77,7 @@ def export_tests(
     history = workbench.history
     chosen = _chosen(history, calls)
     tools = [r for r in chosen if r.kind == "tool"]
-    kept = [r for r in tools if isinstance(r.answer, dict)]
+    kept = [r for r in tools if isinstance(r.answer, ToolAnswer)]
     if not kept:
         raise UsageError("No tool call to export: call a tool first (calls that raised are not exported)")
     cassette = None
@@ -260,14 +260,14 @@ def _test_name(stem: str, names: set[str]) -> str:
 def _call_test(number: int, record: CallRecord, ignore: tuple[str, ...], names: set[str]) -> str:
     ident = record.identifier
     name = _test_name(f"test_{number:02d}_{ident.server}_{ident.name}", names)
-    answer: dict[str, Any] = record.answer
+    answer: ToolAnswer = record.answer
     arguments = [str(ident), *([record.arguments] if record.arguments else [])]
     lines = [f"def {name}(wb: Workbench) -> None:", call("result", "wb.call", arguments)]
-    if answer.get("is_error"):
+    if answer.is_error:
         lines.append('    assert result.is_error, "expected a tool error"')
     else:
         lines.append("    assert not result.is_error, result.text")
-    structured = answer.get("structured_content")
+    structured = answer.structured_content
     if structured is not None:
         kept = without(structured, ignore)
         if kept != structured:
@@ -275,7 +275,7 @@ def _call_test(number: int, record: CallRecord, ignore: tuple[str, ...], names: 
         else:
             lines.append(assert_equal("result.structured_content", structured))
     else:
-        lines.append(assert_equal("result.text", answer.get("text", "")))
+        lines.append(assert_equal("result.text", answer.text))
     return "\n".join(lines)
 
 

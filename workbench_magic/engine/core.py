@@ -42,7 +42,7 @@ from workbench_magic.vocabulary.events import (
     ToolboxClosed,
     ToolsChanged,
 )
-from workbench_magic.vocabulary.listings import CallRecord, ServerStatus, ToolInfo
+from workbench_magic.vocabulary.listings import CallRecord, ServerStatus, ToolAnswer, ToolInfo
 from workbench_magic.vocabulary.masking import mask, mask_value
 from workbench_magic.vocabulary.results import ToolResult
 
@@ -451,7 +451,8 @@ class Core:
             identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
         )
         failed = result.error_message() if result.is_error else None
-        answer = {"is_error": result.is_error, "structured_content": result.structured_content, "text": result.text}
+        structured = result.structured_content
+        answer = ToolAnswer(result.is_error, structured, result.text if structured is None else "")
         self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets, answer)
         return result
 
@@ -480,12 +481,15 @@ class Core:
         ok: bool,
         error: str | None,
         secrets: frozenset[str] = frozenset(),
-        answer: dict[str, Any] | None = None,
+        answer: ToolAnswer | None = None,
     ) -> None:
         if secrets:
             args = mask_value(args, secrets)
             error = mask(error, secrets) if error else error
-            answer = mask_value(answer, secrets)
+            if answer is not None:
+                answer = ToolAnswer(
+                    answer.is_error, mask_value(answer.structured_content, secrets), mask(answer.text, secrets)
+                )
         self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error, answer=answer))
 
 

@@ -309,12 +309,23 @@ class PromptInfo:
         return f"<Prompt {self.toolbox}/{self.server}/{self.name}({args}): {first_line(self.description, 60)}>"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """What a tool call returned, as the history keeps it (what `wb.export_tests` expects): its
+    structured content, else its text (the text of a result with structured content is not kept:
+    servers send the same JSON as text)."""
+
+    is_error: bool
+    structured_content: Any
+    text: str
+
+
 @dataclass(frozen=True)
 class CallRecord:
     """One entry of `Workbench.history`.
 
-    `kind` is `tool` for a tool call, whose `answer` is what the tool returned
-    (`{"is_error", "structured_content", "text"}`; None when the call raised). A request a server
+    `kind` is `tool` for a tool call, whose `answer` is what the tool returned (a `ToolAnswer`;
+    None when the call raised). A request a server
     made of the client is `sampling`, `elicitation` or `roots`, with `identifier.name` that kind,
     `arguments` what was asked and `answer` what was answered.
     """
