@@ -41,6 +41,7 @@ PLAN: list[tuple[str, ...]] = [
     ("memory_wb", "memory_raw"),
     ("scale",),
     ("proxy",),
+    ("lazy",),
 ]
 TIMEOUT = {
     "imports": 150,
@@ -53,10 +54,11 @@ TIMEOUT = {
     "memory_raw": 200,
     "scale": 120,
     "proxy": 240,
+    "lazy": 150,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
-RESERVE_AFTER_OPEN = 270.0  # what memory, scale and proxy need after the open section
-SECTIONS = {"imports", "firstuse", "calls", "throughput", "batch", "open", "memory", "scale", "proxy"}
+RESERVE_AFTER_OPEN = 320.0  # what memory, scale, proxy and lazy need after the open section
+SECTIONS = {"imports", "firstuse", "calls", "throughput", "batch", "open", "memory", "scale", "proxy", "lazy"}
 
 
 # ---------------------------------------------------------------------------- workers

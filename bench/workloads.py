@@ -1013,6 +1013,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "memory_raw": memory_raw,
     "scale": scale,
     "proxy": lambda quick: __import__("proxy").proxy(quick),
+    "lazy": lambda quick: __import__("lazy").lazy(quick),
 }
 
 

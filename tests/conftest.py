@@ -173,3 +173,12 @@ def toolbox(servers: dict[str, Any], description: str = "") -> dict[str, Any]:
 def write_config(path: Path, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+@pytest.fixture(autouse=True)
+def catalog_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test caches server catalogs (lazy servers) in a folder of its own, never the user's;
+    its children (kernels, the command line) inherit it."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(folder))
+    return folder

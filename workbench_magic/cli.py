@@ -75,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `workbench-magic` (and `python -m workbench_magic`)."""
     args = _parser().parse_args(argv)
+    early = None
+    if args.command == "serve" and args.transport == "stdio":
+        from workbench_magic.serve.early import EarlyAnswers
+
+        early = EarlyAnswers.begin(args.config, args.mode)  # the handshake is answered while the rest imports
     from workbench_magic.api.workbench import Workbench
 
     try:
@@ -82,7 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from workbench_magic.serve.run import serve
 
             return serve(
-                args.config, mode=args.mode, transport=args.transport, host=args.host, port=args.port, token=args.token
+                args.config,
+                mode=args.mode,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                token=args.token,
+                early=early,
             )
         if args.command == "demo":
             from workbench_magic.demo.smoke import run_demo

@@ -630,6 +630,52 @@ def test_bad_protocol(raw: Any, shown: str) -> None:
     )
 
 
+# ------------------------------------------------------------------ start and idleTimeout
+
+
+def test_start_and_idle_timeout_on_servers_and_toolboxes() -> None:
+    cfg = parse_config(
+        {
+            "toolboxes": {
+                "dev": {
+                    "start": "lazy",
+                    "idleTimeout": 300,
+                    "mcpServers": {
+                        "fs": {"command": "x", "start": "open", "idleTimeout": "2.5"},
+                        "b": {"command": "y"},
+                    },
+                }
+            }
+        },
+        source=SRC,
+    )
+    box = cfg.toolbox("dev")
+    assert (box.start, box.idle_timeout) == ("lazy", 300.0)
+    assert (box.mcp_servers["fs"].start, box.mcp_servers["fs"].idle_timeout) == ("open", 2.5)
+    assert (box.mcp_servers["b"].start, box.mcp_servers["b"].idle_timeout) == (None, None)  # the toolbox's apply
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (
+            {"start": "later"},
+            'start: must be open or lazy, got \'later\'. Fix: write "start": "lazy" (or "open", the default)',
+        ),
+        ({"start": True}, "start: must be open or lazy, got a boolean."),
+        (
+            {"idleTimeout": 0},
+            "idleTimeout: must be a positive number of seconds, got 0. Fix: write a number of seconds",
+        ),
+        ({"idleTimeout": "soon"}, "idleTimeout: must be a positive number of seconds, got 'soon'."),
+    ],
+)
+def test_bad_start_and_idle_timeout(raw: dict[str, Any], problem: str) -> None:
+    assert problem in server_error({"command": "x", **raw})
+    with pytest.raises(ConfigError, match="toolboxes.dev." + problem.split(":")[0]):
+        parse_config({"toolboxes": {"dev": {**raw, "mcpServers": {}}}}, source=SRC)
+
+
 # ------------------------------------------------------------------ filters
 
 

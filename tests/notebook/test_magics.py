@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, children, stdio_server, toolbox
+from conftest import ROOT, children, stdio_server, toolbox, wait_until
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, UsageError, Workbench
@@ -391,3 +391,23 @@ def test_workbench_export_py_writes_tests(
     assert 'wb.call("t/s/add", {"a": 1, "b": 2})' in text and "def test_schema_s_add" in text
     wrong = error_of(ip, f"%workbench export {tmp_path / 'session.ipynb'} --ignore $.at", capsys)
     assert "--replay and --ignore are for tests" in wrong and not (tmp_path / "session.ipynb").exists()
+
+
+def test_workbench_open_lazy_and_eager(make_workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    monkeypatch.setattr(Workbench, "_shared", wb)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        run(shell, "%workbench open t --lazy")  # no catalog yet: it starts, and its catalog is cached
+        assert wait_until(lambda: any(wb._core.catalogs.directory.glob("*.json")), 10)
+        run(shell, "%workbench close t")
+        run(shell, "%workbench open t --lazy")
+        assert wb.status()["t"]["s"].status == "idle"
+        status = repr(run(shell, "%workbench status"))
+        assert "idle" in status and "not started" in status
+        run(shell, "%workbench close t")
+        run(shell, "%workbench open t --eager")
+        assert wb.status()["t"]["s"].status == "connected"
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")

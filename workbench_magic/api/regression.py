@@ -41,7 +41,9 @@ class Session(Protocol):
 
     def is_open(self, name: str) -> bool: ...
 
-    def open(self, name: str) -> OpenedToolbox[Any]: ...
+    def open(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Any]: ...
+
+    def reconnect(self, target: str) -> OpenedToolbox[Any]: ...
 
     def opened(self, name: str) -> OpenedToolbox[Any]: ...
 
@@ -99,10 +101,14 @@ def export_tests(
 
 
 def snapshot(workbench: Session, toolbox: str) -> Snapshot:
-    """What `toolbox` offers now, per server: its info, tools, resources, templates and prompts."""
-    box = workbench.open(toolbox) if not workbench.is_open(toolbox) else workbench.opened(toolbox)
-    servers: dict[str, Any] = {}
+    """What `toolbox` offers now, per server: its info, tools, resources, templates and prompts
+    (a lazy server is started: a cached catalog may be stale)."""
+    box = workbench.open(toolbox, lazy=False) if not workbench.is_open(toolbox) else workbench.opened(toolbox)
     for name, status in box.servers.items():
+        if status.status == "idle":
+            workbench.reconnect(f"{toolbox}/{name}")
+    servers: dict[str, Any] = {}
+    for name, status in workbench.opened(toolbox).servers.items():
         if not status.connected:
             raise WorkbenchError(f"Cannot snapshot {toolbox}: server {name!r} is {status.status} ({status.error})")
         info = status.server_info

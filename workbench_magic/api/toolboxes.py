@@ -115,8 +115,10 @@ class OpenedToolbox(Generic[W]):
     def _summary(self) -> str:
         servers = self.servers
         ok = sum(1 for s in servers.values() if s.connected)
-        tools = sum(s.tool_count for s in servers.values())
-        return f"Toolbox '{self.name}': {ok}/{len(servers)} servers connected, {tools} tools"
+        idle = sum(1 for s in servers.values() if s.status == "idle")
+        tools = sum(s.tool_count for s in servers.values() if s.available)
+        resting = f" ({idle} idle: not started, listed from their cached catalogs)" if idle else ""
+        return f"Toolbox '{self.name}': {ok}/{len(servers)} servers connected{resting}, {tools} tools"
 
     def __repr__(self) -> str:
         lines = [self._summary()]

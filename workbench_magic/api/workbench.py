@@ -115,6 +115,11 @@ class Workbench(Configurable):
     render_apps = Bool(True, help="Offer servers the MCP Apps extension and render tool UIs in the notebook.").tag(
         config=True
     )
+    lazy_servers = Bool(
+        False,
+        help="Start servers on first use, listing them from their cached catalog until then (a server's or "
+        'toolbox\'s "start" wins).',
+    ).tag(config=True)
     config_path = Unicode(
         None, allow_none=True, help="Config file; unset = $WORKBENCH_CONFIG, ./workbench-config.json, demo."
     ).tag(config=True)
@@ -174,10 +179,19 @@ class Workbench(Configurable):
             history_limit=self.history_limit,
             server_log_level=self.server_log_level,
             render_apps=self.render_apps,
+            lazy_servers=self.lazy_servers,
             **self._client.handlers,
         )
 
-    @observe("timeout", "connect_timeout", "validate_arguments", "history_limit", "server_log_level", "render_apps")
+    @observe(
+        "timeout",
+        "connect_timeout",
+        "validate_arguments",
+        "history_limit",
+        "server_log_level",
+        "render_apps",
+        "lazy_servers",
+    )
     def _options_changed(self, change: Any) -> None:
         self._push_options()
 
@@ -302,22 +316,27 @@ class Workbench(Configurable):
             for name, tb in self.settings.toolboxes.items()
         )
 
-    def open(self, name: str) -> OpenedToolbox[Workbench]:
+    def open(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Workbench]:
         """Open a toolbox: every server connects, concurrently. Failed servers are in `.failed`;
-        `ConnectError` when none connected."""
-        self._run(self._aopen(name))
+        `ConnectError` when none connected.
+
+        A lazy server (`"start": "lazy"`, or `lazy_servers`) whose catalog is cached starts no
+        process: it is `idle`, listed from the cache, and starts on first use. `lazy=True` or
+        `False` overrides the config for this open.
+        """
+        self._run(self._aopen(name, lazy))
         return OpenedToolbox(self, name)
 
-    async def aopen(self, name: str) -> OpenedToolbox[Workbench]:
+    async def aopen(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Workbench]:
         """`open` from an event loop."""
-        await self._arun(self._aopen(name))
+        await self._arun(self._aopen(name, lazy))
         return OpenedToolbox(self, name)
 
-    async def _aopen(self, name: str) -> BoxState:
+    async def _aopen(self, name: str, lazy: bool | None = None) -> BoxState:
         # Modules every call needs are imported now, not on the first call.
         import workbench_magic.vocabulary.identifiers  # noqa: F401
 
-        return await self._core.open(name, self.settings)
+        return await self._core.open(name, self.settings, lazy=lazy)
 
     def add_server(self, target: str, server: Any) -> OpenedToolbox[Workbench]:
         """Add a server written in the notebook (an `MCPServer`, or a callable returning one) as

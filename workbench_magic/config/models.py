@@ -56,6 +56,10 @@ Protocol = Literal["auto", "legacy", "2026-07-28"]
 """Which protocol era a server is spoken to in: `auto` probes (2026-07-28, else the handshake),
 `legacy` always does the 2025-11-25 handshake, `2026-07-28` asks `server/discover` and nothing else."""
 PROTOCOLS: tuple[str, ...] = ("auto", "legacy", "2026-07-28")
+Start = Literal["open", "lazy"]
+"""When a server starts: `open` with its toolbox, `lazy` on first use (its tools shown from the catalog
+cached at its last connect; with no cache yet it starts at open)."""
+STARTS: tuple[str, ...] = ("open", "lazy")
 
 _TRANSPORTS: dict[str, Transport] = {
     "stdio": "stdio",
@@ -76,6 +80,7 @@ _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PYTHON_RE = re.compile(rf"{_DOTTED}:{_DOTTED}\Z")
 _PYTHON_FIX = 'Fix: write "python": "package.module:attribute" (an MCPServer, or a callable returning one)'
 _TIMEOUT_FIX = 'Fix: write a number of seconds, e.g. "timeout": 30'
+_IDLE_FIX = 'Fix: write a number of seconds, e.g. "idleTimeout": 600'
 
 
 def normalize_transport(value: str) -> Transport | None:
@@ -155,7 +160,53 @@ class _ConfigModel(BaseModel):
         return handler(data)
 
 
-class ServerConfig(_ConfigModel):
+def _seconds(value: Any, fix: str) -> float | None:
+    """A positive number of seconds (a numeric string too), or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise BrokenRule(f"must be a positive number of seconds, got {value!r}", fix) from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BrokenRule(f"must be a positive number of seconds, got {json_type(value)}", fix)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond float
+        seconds = math.inf if value > 0 else -math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        shown = value if math.isfinite(seconds) else seconds  # an int beyond float shows as inf
+        raise BrokenRule(f"must be a positive number of seconds, got {shown}", fix)
+    return seconds
+
+
+def _start(value: Any) -> Any:
+    if value is None or value in STARTS:
+        return value
+    shown = repr(value) if isinstance(value, str) else json_type(value)
+    raise BrokenRule(f"must be open or lazy, got {shown}", 'Fix: write "start": "lazy" (or "open", the default)')
+
+
+class _Lifecycle(_ConfigModel):
+    """When servers start (`start`) and stop when idle (`idleTimeout`): on a server, or on a
+    toolbox as the default of its servers."""
+
+    start: Start | None = None
+    idle_timeout: float | None = Field(default=None, alias="idleTimeout")
+
+    @field_validator("idle_timeout", mode="before")
+    @classmethod
+    def _check_idle_timeout(cls, value: Any) -> float | None:
+        return _seconds(value, _IDLE_FIX)
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _check_start(cls, value: Any) -> Any:
+        return _start(value)
+
+
+class ServerConfig(_Lifecycle):
     """One MCP server: stdio (``command``), streamable HTTP / SSE (``url``), or in-process
     (``python``: ``"package.module:attribute"``, an `MCPServer` or a callable returning one).
 
@@ -257,23 +308,7 @@ class ServerConfig(_ConfigModel):
     @field_validator("timeout", mode="before")
     @classmethod
     def _check_timeout(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise BrokenRule(f"must be a positive number of seconds, got {value!r}", _TIMEOUT_FIX) from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise BrokenRule(f"must be a positive number of seconds, got {json_type(value)}", _TIMEOUT_FIX)
-        try:
-            seconds = float(value)
-        except OverflowError:  # an int beyond float
-            seconds = math.inf if value > 0 else -math.inf
-        if not math.isfinite(seconds) or seconds <= 0:
-            shown = value if math.isfinite(seconds) else seconds  # an int beyond float shows as inf
-            raise BrokenRule(f"must be a positive number of seconds, got {shown}", _TIMEOUT_FIX)
-        return seconds
+        return _seconds(value, _TIMEOUT_FIX)
 
     @classmethod
     def _check(cls, data: dict[str, Any], handler: ModelWrapValidatorHandler[Self]) -> Self:
@@ -370,8 +405,9 @@ class ServerConfig(_ConfigModel):
         return any(tool_name == pattern or fnmatchcase(tool_name, pattern) for pattern in filters)
 
 
-class ToolboxConfig(_ConfigModel):
-    """A named group of servers that is opened and closed together."""
+class ToolboxConfig(_Lifecycle):
+    """A named group of servers that is opened and closed together. `start` and `idleTimeout`
+    here are the default of its servers (a server's own wins)."""
 
     _KIND: ClassVar[str] = "a toolbox"
     _EXAMPLE: ClassVar[str] = '{"description": "...", "mcpServers": {...}}'
@@ -412,6 +448,16 @@ class WorkbenchConfig(_ConfigModel):
             return self.toolboxes[name]
         except KeyError:
             raise toolbox_not_found(name, self.toolboxes) from None
+
+    def lifecycle(self, toolbox: str, server: str, *, lazy_default: bool) -> tuple[bool, float | None]:
+        """When a server starts and stops: whether it starts on first use, and its idle timeout.
+        Its own `start` and `idleTimeout`, else its toolbox's; `lazy_default`
+        (`Workbench.lazy_servers`) when neither says."""
+        box = self.toolbox(toolbox)
+        config = box.mcp_servers[server]
+        start = config.start or box.start
+        lazy = start == "lazy" if start is not None else lazy_default
+        return lazy, config.idle_timeout or box.idle_timeout
 
     def server(self, toolbox: str, server: str) -> ServerConfig:
         """One server's config; `ToolboxNotFoundError` or `ServerNotFoundError` if missing."""

@@ -226,7 +226,7 @@ class ReplayConnection(Connection):
     def __init__(
         self, deck: CassetteDeck, replay: Replay, toolbox: str, name: str, config: ServerConfig, **options: Any
     ) -> None:
-        super().__init__(toolbox, name, config, **options)
+        super().__init__(toolbox, name, config, **{**options, "lazy": None})  # a cassette is its own catalog
         self.deck = deck
         self.replay = replay
         self.replayed_last = False

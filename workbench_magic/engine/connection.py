@@ -21,7 +21,9 @@ import anyio
 
 from workbench_magic.engine import schema, serverlog
 from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.catalog import same_tools
 from workbench_magic.engine.eras import MODERN, client_mode, discover
+from workbench_magic.engine.lazy import IDLE, Items, LazyStart, cached_list, catalog_lists
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
@@ -77,7 +79,9 @@ class Connection:
     """A connection to one server of one toolbox; lives on the workbench loop thread.
 
     Status goes `connecting` -> `connected` | `failed`; a connected server whose transport
-    closed becomes `disconnected` and reconnects on the next request; `closed` is final.
+    closed becomes `disconnected` and reconnects on the next request; `closed` is final. A lazy
+    server opened from its cached catalog is `idle` (no process) until a request starts it, and
+    goes back to `idle` when its idle timeout stops it (`lazy`, lazy.py).
     Every change of what `snapshot()` shows calls `on_change(self)` (on the loop thread); a
     fetched-again tool list calls `on_tools_changed(self)`, a changed resource or prompt list
     `on_list_changed(self, "resources" | "prompts")`.
@@ -100,8 +104,11 @@ class Connection:
         apps: bool = False,
         request_timeout: float | None = None,
         wire_tap: WireTap | None = None,
+        lazy: LazyStart | None = None,
     ) -> None:
         self.toolbox = toolbox
+        self.lazy = lazy
+        """Its catalog cache and idle clock (lazy.py); None for servers added from the notebook."""
         self.wire_tap = wire_tap
         self.server_object = server_object  # a live server added from the notebook (`Workbench.add_server`)
         self.name = name
@@ -208,6 +215,28 @@ class Connection:
         self._set("failed", message)
 
     # ---- lifecycle ------------------------------------------------------------------
+    async def begin(self, *, force: bool = True, lazy: bool | None = None) -> None:
+        """Open: a lazy server (`lazy`, else its config) whose catalog is cached goes `idle`
+        with the cached tools and starts no process; any other connects (`start`)."""
+        keeper = self.lazy
+        if keeper is not None and lazy is not None:
+            keeper.lazy = lazy
+        if keeper is not None and keeper.lazy and self.status in ("new", IDLE):
+            catalog = await keeper.cached()
+            if catalog is not None and self.status in ("new", IDLE):
+                self._rest()
+                return
+        await self.start(force=force)
+
+    def _rest(self) -> None:
+        """Show the cached catalog, with no process: status `idle` until the next use starts it."""
+        assert self.lazy is not None and self.lazy.catalog is not None
+        catalog = self.lazy.catalog
+        self.tools = catalog.tools_for(self.toolbox, self.name)
+        self.all_tool_names = [t.name for t in self.tools]
+        self.protocol, self.server_info, self.instructions = catalog.protocol, catalog.server_info, catalog.instructions
+        self._set(IDLE)
+
     async def start(self, *, force: bool = True) -> None:
         """Connect (or reconnect). Raises `ConnectError`; the connection is then `failed`.
 
@@ -413,9 +442,19 @@ class Connection:
                     label = "session"
                     self._set("connected")
                     ready.set_result(None)
+                    keeper = self.lazy
+                    if keeper is not None:
+                        keeper.used()  # the idle clock starts now
+                    if keeper is not None and keeper.catalog is not None:
+                        if not same_tools(keeper.catalog.tools, self.tools):  # the cache was stale
+                            self._announce_tools()
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._refresher)
                         tg.start_soon(self._keep_log_small)
+                        if keeper is not None and keeper.keeps_catalog:
+                            tg.start_soon(self._keep_catalog)
+                        if keeper is not None and keeper.idle_timeout is not None:
+                            tg.start_soon(self._idle_watch, stop)
                         if self.modern:
                             tg.start_soon(self._listen)
                         if self.subscriptions:
@@ -517,8 +556,29 @@ class Connection:
                 logger.debug("tool refresh of %s/%s failed: %s", self.toolbox, self.name, exc)
                 continue
             self._changed()
-            if self._on_tools_changed is not None:
-                self._on_tools_changed(self)
+            self._announce_tools()
+            if self.lazy is not None and self.lazy.keeps_catalog:
+                await self._keep_catalog()
+
+    def _announce_tools(self) -> None:
+        if self._on_tools_changed is not None:
+            self._on_tools_changed(self)
+
+    async def _keep_catalog(self) -> None:
+        """Keep (and cache) the live catalog: the tools now, the resource and prompt lists fetched."""
+        assert self.lazy is not None
+        client, caps, limit = self._client, self.capabilities, self.request_timeout
+
+        async def lists() -> tuple[Items, Items, Items]:
+            if client is None:
+                raise ConnectError(self.failure_message("the session ended"))
+            return await catalog_lists(client, caps, limit)
+
+        await self.lazy.capture(self.tools, self.server_info, self.protocol, self.instructions, lists, self.secrets)
+
+    async def _idle_watch(self, stop: asyncio.Event) -> None:
+        assert self.lazy is not None
+        await self.lazy.watch(lambda: bool(self._in_flight) or bool(self.subscriptions), self._rest, stop)
 
     async def _keep_log_small(self) -> None:
         while True:
@@ -651,10 +711,14 @@ class Connection:
         """Mark a request in flight: server requests that arrive meanwhile reach its caller."""
         entry = _InFlight(current_channel.get(), scope)
         self._in_flight.append(entry)
+        if self.lazy is not None:
+            self.lazy.used()
         try:
             yield
         finally:
             self._in_flight.remove(entry)
+            if self.lazy is not None:
+                self.lazy.used()
 
     @contextlib.asynccontextmanager
     async def waiting_on_the_person(self) -> AsyncIterator[None]:
@@ -672,6 +736,8 @@ class Connection:
                 scope.deadline = deadline + waited
 
     async def list_resources(self) -> list[Any]:
+        if (cached := cached_list(self.lazy, self.status, "resources")) is not None:
+            return cached
         await self.ensure_connected()
         if not getattr(self.capabilities, "resources", None):
             return []
@@ -680,6 +746,8 @@ class Connection:
             return await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
 
     async def list_resource_templates(self) -> list[Any]:
+        if (cached := cached_list(self.lazy, self.status, "resource_templates")) is not None:
+            return cached
         await self.ensure_connected()
         if not getattr(self.capabilities, "resources", None):
             return []
@@ -718,6 +786,8 @@ class Connection:
             return await client.read_resource(uri)
 
     async def list_prompts(self) -> list[Any]:
+        if (cached := cached_list(self.lazy, self.status, "prompts")) is not None:
+            return cached
         await self.ensure_connected()
         if not getattr(self.capabilities, "prompts", None):
             return []

@@ -18,9 +18,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.catalog import CatalogCache
 from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
 from workbench_magic.engine.connection import Connection
 from workbench_magic.engine.jobs import Jobs
+from workbench_magic.engine.lazy import IDLE, LazyStart
 from workbench_magic.engine.runtime import current_channel
 from workbench_magic.engine.tasks import StatusCallback
 from workbench_magic.engine.wiretap import WireTap
@@ -47,7 +49,7 @@ from workbench_magic.vocabulary.masking import mask, mask_value
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.connection import ListKind, ProgressCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
@@ -85,6 +87,7 @@ class Options:
     roots: tuple[str, ...] = ()
     server_log_level: str = "info"
     render_apps: bool = True
+    lazy_servers: bool = False
 
 
 @dataclass(eq=False)
@@ -94,6 +97,10 @@ class _Box:
     connections: dict[str, Connection]
     open: bool = False
     state: BoxState | None = field(default=None, repr=False)
+
+
+_SHOWN = ("connected", IDLE)
+"""Statuses whose tools are known: a live server's, or an idle one's from its cached catalog."""
 
 
 def _strip(message: str, prefix: str) -> str:
@@ -117,6 +124,8 @@ class Core:
         """What `wb.start` started, in start order."""
         self.wire_tap = WireTap()
         """The traces recording (`wb.trace`): every connection's messages pass it."""
+        self.catalogs: CatalogCache | None = None
+        """Where catalogs are cached (made on first need: `$WORKBENCH_CACHE_DIR` or the user's cache)."""
         self.connection_factory = connection_factory
         """Makes each server's connection (the workbench's is its record/replay `CassetteDeck.connection`)."""
 
@@ -185,7 +194,7 @@ class Core:
             description=box.description,
             open=box.open,
             servers=MappingProxyType({s: c.snapshot() for s, c in conns.items()}),
-            tools=MappingProxyType({s: c.tools for s, c in conns.items() if c.status == "connected"}),
+            tools=MappingProxyType({s: c.tools for s, c in conns.items() if c.status in _SHOWN}),
         )
         states = {name: b.state for name, b in self._boxes.items() if b.state is not None}
         self.state = MappingProxyType(states)
@@ -221,8 +230,11 @@ class Core:
         return list(self._history)
 
     # ---- lifecycle ----------------------------------------------------------------------------
-    async def open(self, name: str, settings: WorkbenchConfig, *, force: bool = True) -> BoxState:
-        """Connect every server of a toolbox, concurrently.
+    async def open(
+        self, name: str, settings: WorkbenchConfig, *, force: bool = True, lazy: bool | None = None
+    ) -> BoxState:
+        """Connect every server of a toolbox, concurrently; a lazy one whose catalog is cached
+        goes `idle` instead (`lazy` overrides the config for this open: True or False).
 
         Raises `ConnectError` when no server connected; the toolbox then stays registered (its
         servers' reasons and logs visible) but is not open. `force=False` honours the backoff
@@ -232,16 +244,16 @@ class Core:
         if box is None:
             cfg = settings.toolbox(name)
             box = _Box(name, cfg.description, {})
-            box.connections = {server: self._connection(name, server, scfg) for server, scfg in cfg.mcp_servers.items()}
+            box.connections = {server: self._connection(name, server, settings) for server in cfg.mcp_servers}
             self._boxes[name] = box
             self._publish(box)
         conns = list(box.connections.values())
         results: list[Any] = []
         try:
-            results = await asyncio.gather(*(c.start(force=force) for c in conns), return_exceptions=True)
+            results = await asyncio.gather(*(c.begin(force=force, lazy=lazy) for c in conns), return_exceptions=True)
         finally:
             if self._boxes.get(name) is box:
-                box.open = not conns or any(c.status == "connected" for c in conns)
+                box.open = not conns or any(c.status in _SHOWN for c in conns)
                 self._publish(box)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
@@ -251,8 +263,10 @@ class Core:
         assert box.state is not None
         return box.state
 
-    def _connection(self, toolbox: str, server: str, config: ServerConfig) -> Connection:
+    def _connection(self, toolbox: str, server: str, settings: WorkbenchConfig) -> Connection:
         options = self.options
+        live = self._live.get((toolbox, server))
+        config = settings.server(toolbox, server)
         return self.connection_factory(
             toolbox,
             server,
@@ -264,10 +278,22 @@ class Core:
             client_side=self.client_side,
             sampling=options.sampling_handler is not None,
             log_level=options.server_log_level,
-            server_object=self._live.get((toolbox, server)),
+            server_object=live,
             apps=options.render_apps,
             request_timeout=options.timeout,
             wire_tap=self.wire_tap,
+            lazy=None if live is not None else self._lazy_start(toolbox, server, settings),
+        )
+
+    def _lazy_start(self, toolbox: str, server: str, settings: WorkbenchConfig) -> LazyStart:
+        """The catalog cache and idle clock of a server (`WorkbenchConfig.lifecycle`)."""
+        options = self.options
+        lazy, idle = settings.lifecycle(toolbox, server, lazy_default=options.lazy_servers)
+        if self.catalogs is None:
+            self.catalogs = CatalogCache()
+        facts = {"apps": options.render_apps, "sampling": options.sampling_handler is not None}
+        return LazyStart(
+            settings.server(toolbox, server), self.catalogs, lazy=lazy, idle_timeout=idle, client_facts=facts
         )
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
@@ -283,7 +309,7 @@ class Core:
                 await self.close([toolbox], settings)
             return await self.open(toolbox, settings)
         old = box.connections.get(name)
-        conn = self._connection(toolbox, name, settings.server(toolbox, name))
+        conn = self._connection(toolbox, name, settings)
         box.connections[name] = conn
         self._publish(box)
         if old is not None:
@@ -337,7 +363,7 @@ class Core:
             return await self.open(toolbox, settings)
         conns = [self.connection(toolbox, server)] if server else list(box.connections.values())
         await asyncio.gather(*(c.restart() for c in conns), return_exceptions=True)
-        box.open = any(c.status == "connected" for c in box.connections.values())
+        box.open = any(c.status in _SHOWN for c in box.connections.values())
         self._publish(box)
         assert box.state is not None
         return box.state

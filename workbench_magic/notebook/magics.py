@@ -100,11 +100,14 @@ class WorkbenchMagics(Magics):
     def _cmd_open(self, args: list[str]) -> Any:
         p = self._parser("open")
         p.add_argument("toolboxes", nargs="+")
+        start = p.add_mutually_exclusive_group()
+        start.add_argument("--lazy", dest="lazy", action="store_const", const=True, default=None)
+        start.add_argument("--eager", dest="lazy", action="store_const", const=False)
         ns = p.parse(args)
         from workbench_magic.notebook.widgets import ExploredToolbox
 
         for name in ns.toolboxes:
-            self.workbench.open(name)
+            self.workbench.open(name, lazy=ns.lazy)
         boxes = [ExploredToolbox(self.workbench, name) for name in ns.toolboxes]
         return boxes[0] if len(boxes) == 1 else boxes
 

@@ -16,9 +16,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "config": ("%workbench config [PATH]", "Show the config in use, or load another config file."),
     "list": ("%workbench list", "The configured toolboxes: name, servers, open or closed, description."),
     "open": (
-        "%workbench open TOOLBOX [TOOLBOX ...]",
+        "%workbench open TOOLBOX [TOOLBOX ...] [--lazy | --eager]",
         "Open toolboxes: every server starts and connects, concurrently. Returns the OpenedToolbox;\n"
-        "servers that failed are listed with the reason, the others work.",
+        'servers that failed are listed with the reason, the others work. A lazy server ("start":\n'
+        '"lazy") with a cached catalog starts no process: it is idle until first use. --lazy and\n'
+        "--eager override the config for this open.",
     ),
     "add": (
         "%workbench add TOOLBOX/NAME VARIABLE",

@@ -13,10 +13,11 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal, NoReturn
 
 from workbench_magic.api.workbench import Workbench
+from workbench_magic.serve.early import EarlyAnswers
 from workbench_magic.serve.forwarding import ClientRoots
 from workbench_magic.serve.server import SERVE_HISTORY_LIMIT, Mode, WorkbenchServer
 
@@ -45,6 +46,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     token: str | None = None,
+    early: EarlyAnswers | None = None,
 ) -> NoReturn:
     """Run the server until stdin closes (stdio), or SIGTERM / Ctrl-C; close every downstream
     server, then end the process (with the exit code).
@@ -73,7 +75,8 @@ def serve(
             from workbench_magic.serve.stdio import run_stdio
 
             ClientRoots(workbench).install(server.lowlevel)  # the one client owns the roots (forwarding.py)
-            face = run_stdio(server, lane=os.environ.get("WORKBENCH_LANE", "") != "off")
+            lane = os.environ.get("WORKBENCH_LANE", "") != "off"
+            face = run_stdio(server, lane=lane, early=early.handover(_all_lazy(workbench)) if early else None)
         else:
             face = httpface.serve_http(server, host, port, token, stop=stopper.event)
         stopping = _serve_until_stopped(face, stopper, server, workbench, winds_down=transport == "http")
@@ -88,6 +91,18 @@ def serve(
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _all_lazy(workbench: Workbench) -> Callable[[str], bool]:
+    """Whether every server of a toolbox starts lazily (its open answers from cached catalogs)."""
+
+    def all_lazy(toolbox: str) -> bool:
+        settings = workbench.settings
+        box = settings.toolboxes.get(toolbox)
+        default = workbench.lazy_servers
+        return box is not None and all(settings.lifecycle(toolbox, s, lazy_default=default)[0] for s in box.mcp_servers)
+
+    return all_lazy
 
 
 SERVE_STOP = (0.4, 0.25)

@@ -302,7 +302,7 @@ class WorkbenchServer(MCPServer):
         answer: dict[str, Any] = {
             "toolbox": name,
             "description": box.description,
-            "servers_connected": sum(1 for s in servers.values() if s.connected),
+            "servers_connected": sum(1 for s in servers.values() if s.available),  # idle: starts on first use
             "tools": [t.to_dict() for t in tools if for_model(t)],
         }
         if box.failed:

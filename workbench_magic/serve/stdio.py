@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from workbench_magic.serve.early import Observer
 from workbench_magic.serve.lane import Lane
 
 #: Longest line (one JSON-RPC message) read from stdin.
@@ -36,9 +37,12 @@ class _Lines:
     """stdin as an async iterator of text lines (what `stdio_server` reads); a line that `take`
     answers itself (serve's fast lane) does not reach the SDK."""
 
-    def __init__(self, reader: asyncio.StreamReader, take: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, take: Callable[[str], bool] | None = None, early: Observer | None = None
+    ) -> None:
         self.reader = reader
         self.take = take
+        self.early = early
 
     def __aiter__(self) -> _Lines:
         return self
@@ -49,6 +53,9 @@ class _Lines:
             if not line:
                 raise StopAsyncIteration
             text = line.decode("utf-8", errors="replace")
+            if self.early is not None:
+                self.early.incoming(text)
+                await self.early.before(text)
             if self.take is None or not self.take(text):
                 return text
 
@@ -56,11 +63,13 @@ class _Lines:
 class _Writer:
     """stdout as what `stdio_server` writes to: `await write(text)`, `await flush()`."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, passes: Callable[[str], bool] | None = None) -> None:
         self.writer = writer
+        self.passes = passes
 
     async def write(self, text: str) -> None:
-        self.writer.write(text.encode("utf-8"))
+        if self.passes is None or self.passes(text):
+            self.writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
         await self.writer.drain()
@@ -86,10 +95,13 @@ async def _moved_aside() -> AsyncIterator[tuple[int, int]]:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams(lane: Lane | None = None, fds: tuple[int, int] | None = None) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_streams(
+    lane: Lane | None = None, fds: tuple[int, int] | None = None, early: Observer | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's `stdio_server` streams over asyncio pipes (or over its own transport); `lane` sees
     each line first and answers the calls it takes (lane.py). `fds` (read, write) serve other pipes
-    than the process's stdin and stdout (they are closed at the end)."""
+    than the process's stdin and stdout (they are closed at the end). `early`: what was read and
+    answered before (early.py): the SDK reads it first, and its own answers to those are dropped."""
     from mcp.server.stdio import stdio_server
 
     if fds is None and not (_streamable(0) and _streamable(1)):
@@ -100,10 +112,16 @@ async def stdio_streams(lane: Lane | None = None, fds: tuple[int, int] | None = 
         wire_in, wire_out = fds if fds is not None else await stack.enter_async_context(_moved_aside())
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
-        )
-        stack.callback(read_transport.close)
+        if early is not None and early.read:
+            reader.feed_data(early.read)
+        if early is not None and early.eof:
+            reader.feed_eof()
+            os.close(wire_in)
+        else:
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
+            )
+            stack.callback(read_transport.close)
         write_transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
         )
@@ -113,15 +131,19 @@ async def stdio_streams(lane: Lane | None = None, fds: tuple[int, int] | None = 
             lane.attach(writer.write, writer.drain)
             stack.push_async_callback(lane.settle)
             stack.callback(lane.close)
-        lines = _Lines(reader, lane.take if lane is not None else None)
-        async with stdio_server(lines, _Writer(writer)) as streams:  # type: ignore[arg-type]
+        lines = _Lines(reader, lane.take if lane is not None else None, early)
+        out = _Writer(writer, early.outgoing if early is not None else None)
+        async with stdio_server(lines, out) as streams:  # type: ignore[arg-type]
             yield streams
 
 
-async def run_stdio(server: Any, *, lane: Lane | bool = True, fds: tuple[int, int] | None = None) -> None:
+async def run_stdio(
+    server: Any, *, lane: Lane | bool = True, fds: tuple[int, int] | None = None, early: Observer | None = None
+) -> None:
     """Run a `WorkbenchServer` over stdio through `stdio_streams` (`run_stdio_async`, minus threads);
-    `lane` (or a `Lane` of its own when True) answers the plain calls it can (lane.py)."""
+    `lane` (or a `Lane` of its own when True) answers the plain calls it can (lane.py); `early`
+    carries on from the early answers (early.py)."""
     low = server.lowlevel
     fast = Lane(server) if lane is True else lane or None
-    async with stdio_streams(fast, fds) as (read_stream, write_stream):
+    async with stdio_streams(fast, fds, early) as (read_stream, write_stream):
         await low.run(read_stream, write_stream, low.create_initialization_options())

@@ -240,10 +240,19 @@ class ServerStatus:
 
     @property
     def connected(self) -> bool:
+        """Whether the server runs and is connected."""
         return self.status == "connected"
+
+    @property
+    def available(self) -> bool:
+        """Whether its tools are known: connected, or `idle` (listed from its cached catalog, not
+        started; the first use starts it)."""
+        return self.status in ("connected", "idle")
 
     def __repr__(self) -> str:
         detail = self.error if self.error else f"{self.tool_count} tools, protocol {self.protocol}"
+        if self.status == "idle":
+            detail += " (cached catalog, not started)"
         return f"{self.name}: {self.status} ({self.transport}) {detail}"
 
 
@@ -251,8 +260,10 @@ def status_table_html(servers: Iterable[ServerStatus]) -> str:
     """HTML table of server statuses."""
     rows = []
     for s in servers:
-        color = {"connected": "#1b5e20", "failed": "#b00020"}.get(s.status, "#8a6d00")
+        color = {"connected": "#1b5e20", "failed": "#b00020", "idle": "#555"}.get(s.status, "#8a6d00")
         detail = esc(s.error) if s.error else f"{s.tool_count} tools, protocol {esc(s.protocol)}"
+        if s.status == "idle":
+            detail += " <i>(cached catalog, not started)</i>"
         rows.append(
             f"<tr><td><b>{esc(s.name)}</b></td><td style='color:{color}'>{esc(s.status)}</td>"
             f"<td>{esc(s.transport)}</td><td>{detail}</td></tr>"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_server, toolbox
+from conftest import stdio_server, toolbox, wait_until
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
@@ -312,5 +314,31 @@ def test_tabs_and_markdown_descriptions(wb: Workbench) -> None:
         assert explorer.resources.target == "t/s"
         explorer.tabs.selected_index = 3
         assert "connecting (stdio)" in explorer.logs.text
+    finally:
+        explorer.close()
+
+
+def test_an_idle_server_shows_its_cached_tools_and_starts_on_a_call(
+    make_workbench: Callable[..., Workbench], catalog_cache: Path
+) -> None:
+    config = {"toolboxes": {"lz": toolbox({"s": stdio_server(start="lazy")})}}
+    first = make_workbench(config)
+    first.open("lz")  # no catalog yet: it starts, and its catalog is cached
+    assert wait_until(lambda: any((catalog_cache / "catalogs").glob("*.json")), 10)
+    first.close_all()
+    wb = make_workbench(config)
+    wb.open("lz")
+    explorer = Explorer(wb, "lz")
+    try:
+        label = dict((v, lbl) for lbl, v in explorer.server_select.options)["s"]
+        assert label.startswith("◐ s — idle · ") and label.endswith(" · not started")
+        assert "echo" in [value for _, value in explorer.tool_select.options]  # from the cache
+        explorer.select("lz/s/echo")
+        assert explorer.form is not None
+        explorer.form.field("text").input.value = "woke"
+        explorer.call()
+        result = explorer.wait(30)
+        assert result is not None and result.data == {"result": "woke"}
+        assert wb.status()["lz"]["s"].status == "connected"
     finally:
         explorer.close()

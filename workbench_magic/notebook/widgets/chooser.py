@@ -24,7 +24,7 @@ _BADGES = {
     "idempotentHint": "idempotent",
     "openWorldHint": "open-world",
 }
-_STATUS_MARK = {"connected": "●", "failed": "✖", "closed": "○"}
+_STATUS_MARK = {"connected": "●", "idle": "◐", "failed": "✖", "closed": "○"}
 
 
 def badges(tool: ToolInfo) -> list[str]:
@@ -37,7 +37,9 @@ def badges(tool: ToolInfo) -> list[str]:
 def server_label(status: ServerStatus) -> str:
     state = "reconnecting" if status.status in ("connecting", "disconnected") else status.status
     mark = _STATUS_MARK.get(status.status, "◌")
-    detail = f" · {status.tool_count} tools · {status.protocol}" if status.connected else ""
+    detail = f" · {status.tool_count} tools · {status.protocol}" if status.available else ""
+    if status.status == "idle":
+        detail += " · not started"
     return f"{mark} {status.name} — {state}{detail}"
 
 
@@ -146,7 +148,7 @@ class ToolChooser:
             self._updating = False
 
     def _server_tools(self, status: ServerStatus) -> tuple[ToolInfo, ...]:
-        if not status.connected or not self.workbench.is_open(status.toolbox):
+        if not status.available or not self.workbench.is_open(status.toolbox):
             return ()
         return self.workbench.toolbox_state(status.toolbox).tools.get(status.name, ())
 

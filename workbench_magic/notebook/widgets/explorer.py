@@ -536,7 +536,7 @@ class Explorer:
             lines.append(f"{toolbox}:")
             for st in servers.values():
                 lines.append(f"  {st!r}")
-                if st.connected:
+                if st.available:
                     for tool in self.workbench.tools(f"{toolbox}/{st.name}"):
                         lines.append(f"    {tool_label(tool)}")
         return "\n".join(lines)
