@@ -160,7 +160,7 @@ def handle_of(job: Job, loop: LoopThread) -> TaskHandle:
 
 def following(job: Job) -> Callable[[TaskState], None]:
     """What a running MCP task reports, as its job's state (loop thread). The end is the job's to
-    say once its result is known (`run_job`), except a cancellation on the server."""
+    say once its result is known (`start_job`), except a cancellation on the server."""
 
     def follow(state: TaskState) -> None:
         if not state.ended or state.status == "cancelled":
@@ -182,13 +182,25 @@ def reporting(job: Job, loop: LoopThread, progress: ProgressCallback | None) -> 
     return told
 
 
-async def run_job(job: Job, work: Coroutine[Any, Any, ToolResult]) -> ToolResult:
-    """Run a started call; its job ends with it: completed, failed (an error result or a raised
-    error, its text as the message) or cancelled."""
+def start_job(
+    job: Job, work: Callable[[], Coroutine[Any, Any, ToolResult]], loop: LoopThread, channel: Channel | None
+) -> None:
+    """Start a job's call on the loop (loop thread); the job ends with it: completed, failed (an
+    error result or a raised error, its text as the message) or cancelled, also when it was
+    cancelled before it ran (`work()` then never makes its coroutine)."""
+    job.call = loop.spawn(_run_job(job, work), channel)
+    job.call.add_done_callback(lambda call: _cancelled(job) if call.cancelled() else None)
+
+
+def _cancelled(job: Job) -> None:
+    job.update(TaskState("cancelled", job.state.message, job.state.task_id))  # an ended job keeps its state
+
+
+async def _run_job(job: Job, work: Callable[[], Coroutine[Any, Any, ToolResult]]) -> ToolResult:
     try:
-        result = await work
+        result = await work()
     except asyncio.CancelledError:
-        job.update(TaskState("cancelled", job.state.message, job.state.task_id))
+        _cancelled(job)
         raise
     except Exception as exc:
         job.update(TaskState("failed", str(exc), job.state.task_id))
@@ -216,4 +228,4 @@ class TaskList(tuple[TaskHandle, ...]):
         return f"<table>{head}{rows}</table>" if rows else "<p>(no tasks)</p>"
 
 
-__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "reporting", "run_job", "set_task_display"]
+__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "reporting", "set_task_display", "start_job"]

@@ -26,7 +26,7 @@ from workbench_magic.api.asking import awaited_asker, waiting_channel
 from workbench_magic.api.batches import Batch, run_batch
 from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.server_features import ServerFeatures, parse_identifier, parse_target, server_target
-from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, reporting, run_job
+from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, reporting, start_job
 from workbench_magic.api.toolboxes import OpenedToolbox
 from workbench_magic.api.tracing import Trace
 from workbench_magic.engine.cassette_deck import CassetteDeck, Recording
@@ -694,8 +694,12 @@ class Workbench(Configurable):
         def begin() -> Job:
             job = core.jobs.new(ident, args)
             told = reporting(job, loop, progress)
-            work = self._acall(ident, args, timeout, told, prefer_task=True, on_status=following(job))
-            job.call = loop.spawn(run_job(job, work), channel)
+            start_job(
+                job,
+                lambda: self._acall(ident, args, timeout, told, prefer_task=True, on_status=following(job)),
+                loop,
+                channel,
+            )
             return job
 
         return handle_of(loop.run_sync(begin), loop)
