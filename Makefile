@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: lab test demo lint venv npm bench bench-quick clean
+.PHONY: lab test demo lint venv npm bench bench-quick docs clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -42,6 +42,16 @@ bench: $(BENCH_STAMP) npm
 bench-quick: $(BENCH_STAMP) npm
 	$(PY) bench/run.py --quick
 
+## make docs: the documentation site, built strictly (a warning fails it) and offline into site/ (mkdocs.yml):
+## the tutorials with the outputs of CI's run (build/notebooks/, else executed here), the reference from the code
+DOCS_STAMP := $(VENV)/.docs-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test,lab,docs]"
+	rm -f $(VENV)/.docs-* && touch $@
+docs: $(DOCS_STAMP)
+	$(PY) docs/prepare.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -53,4 +63,4 @@ test: venv npm lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) tests/servers/node_modules
+	rm -rf $(VENV) tests/servers/node_modules site

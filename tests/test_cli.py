@@ -36,3 +36,22 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     missing = run("call", "nope/s/t", cwd=tmp_path)
     assert missing.returncode == 2
     assert missing.stderr.strip() == "error: Toolbox 'nope' not found. Available toolboxes: demo"
+
+
+def test_config_schema_prints_the_shipped_schema_without_the_sdk(tmp_path: Path) -> None:
+    from workbench_magic.config.schema import SCHEMA_FILE, config_schema
+
+    out = run("config-schema", cwd=tmp_path)
+    assert out.returncode == 0 and out.stderr == ""
+    assert json.loads(out.stdout) == config_schema()
+    assert out.stdout == SCHEMA_FILE.read_text(encoding="utf-8")  # JSON, indent 2: the file it regenerates
+    code = (
+        "import contextlib, io, sys\n"
+        "from workbench_magic.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['config-schema']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp'))\n"
+    )
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == "[]", "config-schema imported the MCP SDK"

@@ -1,6 +1,21 @@
 """workbench_magic: MCP Workbench for notebooks.
 
 Importing this package is cheap: the MCP SDK is imported only when a connection is made.
+`Workbench` is the way in from Python (`%load_ext workbench_magic` adds the magics); the results,
+views and errors it hands out are exported here too.
+
+Example:
+    ```python
+    from workbench_magic import ToolError, Workbench
+
+    wb = Workbench.shared()  # the kernel-wide instance the magics use
+    box = wb.open("demo")
+    result = wb.call("demo/datasets/query", {"dataset": "penguins", "limit": 5})
+    try:
+        rows = result.raise_for_error().data["rows"]
+    except ToolError as error:
+        print(error)
+    ```
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The `workbench-magic` command: list toolboxes and tools, call a tool, snapshot a toolbox, diff two
-snapshots, serve, run the demo."""
+snapshots, serve, run the demo, print the config's JSON Schema."""
 
 from __future__ import annotations
 
@@ -69,12 +69,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--token", default=None, help="HTTP: require 'Authorization: Bearer TOKEN' (default: $WORKBENCH_SERVE_TOKEN)"
     )
+    sub.add_parser(
+        "config-schema",
+        help='print the JSON Schema of workbench-config.json (for editors: a config names it in "$schema")',
+        epilog="e.g. workbench-magic config-schema > workbench-config.schema.json, then in the config: "
+        '"$schema": "./workbench-config.schema.json"',
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `workbench-magic` (and `python -m workbench_magic`)."""
     args = _parser().parse_args(argv)
+    if args.command == "config-schema":  # the config models only: no MCP SDK
+        from workbench_magic.config.schema import schema_text
+
+        print(schema_text(), end="")
+        return 0
     early = None
     if args.command == "serve" and args.transport == "stdio":
         from workbench_magic.serve.early import EarlyAnswers

@@ -910,3 +910,43 @@ def test_no_validation_error_escapes_direct_construction(build: Callable[[], obj
         assert str(exc).split(": ")[0] in {"ServerConfig", "ToolboxConfig", "WorkbenchConfig", "<dict>"}
     else:
         pytest.fail("no error")
+
+
+# ====================================================================== "$schema" (for editors)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"$schema": "./workbench-config.schema.json", "toolboxes": {"dev": {"mcpServers": {"fs": {"command": "x"}}}}},
+        {"$schema": "https://example.org/workbench-config.schema.json", "mcpServers": {"fs": {"command": "x"}}},
+    ],
+    ids=["toolboxes", "mcpServers"],
+)
+def test_a_top_level_schema_key_is_ignored(tmp_path: Path, data: dict[str, Any]) -> None:
+    without = {key: value for key, value in data.items() if key != "$schema"}
+    assert parse_config(data, SRC).toolboxes == parse_config(without, SRC).toolboxes
+    path = write(tmp_path / "workbench-config.json", data)
+    assert load_config(path, environ={}).toolboxes == parse_config(without, SRC).toolboxes
+
+
+def test_the_schema_key_is_a_string_at_the_top_level_only() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"$schema": 1, "toolboxes": {}}, SRC)
+    fix = 'Fix: write "$schema": "./workbench-config.schema.json" (a path or URL), or remove it'
+    assert str(exc.value) == f"{SRC}: $schema: must be a string. {fix}"
+    with pytest.raises(ConfigError) as exc:
+        parse_config(box({"fs": {"command": "x"}}, **{"$schema": "x.json"}), SRC)
+    assert str(exc.value) == f"{SRC}: toolboxes.dev.$schema: unknown key. {UNKNOWN_FIX}"
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"$schem": "x.json", "toolboxes": {}}, SRC)
+    assert str(exc.value) == f"{SRC}: $schem: unknown key. {UNKNOWN_FIX}. Did you mean '$schema'?"
+
+
+def test_a_toolboxs_own_strings_expand_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WB_START", "lazy")
+    cfg = parse_config(
+        {"toolboxes": {"dev": {"start": "${WB_START}", "idleTimeout": "${WB_IDLE:-90}", "mcpServers": {}}}},
+        source=SRC,
+    )
+    assert (cfg.toolbox("dev").start, cfg.toolbox("dev").idle_timeout) == ("lazy", 90.0)

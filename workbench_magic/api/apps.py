@@ -190,6 +190,31 @@ class AppView:
     what the host sends the view waits on `outbox` (`take()` empties it). `messages` holds the
     view's `ui/message` requests, `model_context` its last `ui/update-model-context`, `links`
     the links it asked to open, `size` its last reported size.
+
+    A call of a tool with a UI gets one as `ToolResult.app` (when `render_apps` is on), and an
+    interrupted or timed-out call as the error's `.app`, told `tool-cancelled`.
+
+    Attributes:
+        tool: the tool whose UI it is.
+        resource_uri: the `ui://` URI of the page (the tool's `_meta.ui.resourceUri`).
+        arguments: the call's arguments (the view is told them: `ui/notifications/tool-input`).
+        result: the call's result (`ui/notifications/tool-result`); None for a cancelled call.
+        cancelled: why the call was cancelled (`ui/notifications/tool-cancelled`), else None.
+        messages: the view's `ui/message` requests, oldest first.
+        model_context: the view's last `ui/update-model-context`, None before one.
+        links: the links it asked to open (only http and https open).
+        size: its last reported `(width, height)`; None where not reported.
+        outbox: what the host has to send the view (`take()` empties it).
+        initialized: whether the view has said `ui/notifications/initialized`.
+        torn_down: whether `teardown` ran.
+
+    Example:
+        ```python
+        result = wb.call("demo/datasets/chart", {"dataset": "penguins"})
+        view = result.app  # None when the tool has no UI
+        view.handle({"jsonrpc": "2.0", "id": 1, "method": "ping"})  # {"jsonrpc": "2.0", "id": 1, "result": {}}
+        view.messages
+        ```
     """
 
     def __init__(
@@ -227,7 +252,11 @@ class AppView:
         self._next_id = 0
 
     def again(self) -> AppView:
-        """A new view of the same call (for one more display: each frame runs its own page)."""
+        """A new view of the same call (for one more display: each frame runs its own page).
+
+        Returns:
+            The new view, also kept in `shown_again`.
+        """
         view = AppView(self.host, self.tool, self.arguments, result=self.result, cancelled=self.cancelled)
         view._page = self._page
         self.shown_again.append(view)
@@ -240,7 +269,14 @@ class AppView:
         return f"This tool has an app ({self.resource_uri}): display the result in JupyterLab to use it."
 
     def load(self) -> _Page:
-        """Read the page (`resources/read`, once); raises `AppError` (one line) when it is not an app."""
+        """Read the page (`resources/read`, once).
+
+        Returns:
+            The page: its HTML, Content-Security-Policy, `allow` attribute and border preference.
+
+        Raises:
+            AppError: the page cannot be read or is not an app (one line).
+        """
         if self._page is None:
             t = self.tool
             where = f"tool '{t.name}' in server '{t.server}' (toolbox '{t.toolbox}')"
@@ -282,13 +318,32 @@ class AppView:
         return self.load().allow
 
     def widget_bundle(self, bundle: dict[str, Any]) -> dict[str, Any]:
-        """A result's MIME bundle with the app's frame (where widgets run; read on first display),
-        made by the framer given to `set_app_framer`; unchanged without one."""
+        """A result's MIME bundle with the app's frame (where widgets run; read on first display).
+
+        The frame is made by the framer given to `set_app_framer`; the bundle is unchanged without one.
+
+        Args:
+            bundle: the result's MIME bundle.
+
+        Returns:
+            The bundle to display.
+        """
         return _framer(self, bundle) if _framer is not None else bundle
 
     # ---- messages ------------------------------------------------------------------------
     def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Answer one JSON-RPC message from the view: its response, or None for a notification."""
+        """Answer one JSON-RPC message from the view: its response, or None for a notification.
+
+        A request the host refuses (an unknown method, a tool not callable by apps, a link that is
+        not http or https) or that fails gets a JSON-RPC error response. Every message goes into the
+        workbench's history (kind `app`).
+
+        Args:
+            message: the JSON-RPC message, as the page sent it.
+
+        Returns:
+            The response to send back; None for a notification or a response.
+        """
         started = time.time()
         t0 = time.perf_counter()
         method = message.get("method")
@@ -319,12 +374,23 @@ class AppView:
         return {"jsonrpc": "2.0", "id": msg_id, "result": answer if answer is not None else {}}
 
     def take(self) -> list[dict[str, Any]]:
-        """What the host has to send the view now (emptied)."""
+        """What the host has to send the view now (emptied).
+
+        Returns:
+            The queued messages, oldest first.
+        """
         out, self.outbox = self.outbox, []
         return out
 
     def teardown(self, reason: str) -> dict[str, Any] | None:
-        """Queue `ui/resource-teardown` (once) before the view goes away; returns the request."""
+        """Queue `ui/resource-teardown` (once) before the view goes away; returns the request.
+
+        Args:
+            reason: why the view goes away (sent in the request).
+
+        Returns:
+            The queued request; None when the view was torn down before or never initialized.
+        """
         if self.torn_down or not self.initialized:
             self.torn_down = True
             return None

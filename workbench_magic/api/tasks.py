@@ -36,7 +36,18 @@ def set_task_display(show: Callable[[TaskHandle], None] | None) -> None:
 
 
 class TaskHandle:
-    """Work started with `wb.start`: `.status`, `.message`, `.result()`, `.cancel()`, `await handle`."""
+    """Work started with `wb.start`: `.status`, `.message`, `.result()`, `.cancel()`, `await handle`.
+
+    It reads its job's state, which the loop replaces whole, from any thread. In a notebook the
+    handle shows one status line, updated in place, that becomes the result once the work ends.
+
+    Example:
+        ```python
+        handle = wb.start("demo/datasets/profile", {"dataset": "weather"})
+        handle.line()  # id, tool, status, elapsed seconds, message
+        result = await handle  # or handle.result(timeout=60) where no question is asked
+        ```
+    """
 
     def __init__(self, job: Job, call: Call[ToolResult], loop: LoopThread) -> None:
         self._job = job
@@ -51,10 +62,12 @@ class TaskHandle:
 
     @property
     def identifier(self) -> ToolIdentifier:
+        """The tool called."""
         return self._job.identifier
 
     @property
     def arguments(self) -> dict[str, Any]:
+        """The arguments sent (a copy)."""
         return dict(self._job.arguments)
 
     @property
@@ -83,11 +96,22 @@ class TaskHandle:
         return self._call.done()
 
     def result(self, timeout: float | None = None) -> ToolResult:
-        """Wait (at most `timeout` seconds: `TimeoutError`) for the `ToolResult`. A cancelled or
-        failed task raises a short `WorkbenchError` (a tool error included).
+        """Wait (at most `timeout` seconds: `TimeoutError`) for the `ToolResult`.
 
+        A cancelled or failed task raises a short `WorkbenchError` (a tool error included).
         In a kernel, a task started there asks its questions on the kernel's loop, which a cell
-        blocked here does not run: `await handle` instead when the task may ask."""
+        blocked here does not run: `await handle` instead when the task may ask.
+
+        Args:
+            timeout: the most seconds to wait (None: until the work ends).
+
+        Returns:
+            The tool's answer.
+
+        Raises:
+            TimeoutError: the work is still running after `timeout` seconds (it goes on).
+            WorkbenchError: the task was cancelled or failed (`Task t1 (toolbox/server/tool) was cancelled`).
+        """
         try:
             result = self._call.result(timeout)
         except concurrent.futures.CancelledError:
@@ -104,7 +128,11 @@ class TaskHandle:
         return result
 
     def cancel(self) -> bool:
-        """Stop the work (an MCP task is cancelled on its server); False when it had ended."""
+        """Stop the work (an MCP task is cancelled on its server); False when it had ended.
+
+        Returns:
+            True when the work was running and is being stopped.
+        """
         return self._call.cancel()
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
@@ -120,8 +148,17 @@ class TaskHandle:
         return self._checked(result)
 
     def listen(self, callback: Callable[[TaskHandle], None], channel: Channel) -> Callable[[], None]:
-        """Run `callback(handle)` on `channel`'s thread on each new state, and once more when the
-        work has ended (`done()`); returns the way to stop."""
+        """Run `callback(handle)` on `channel`'s thread on each new state, and once more when the work has ended.
+
+        The last call comes once `done()` is true.
+
+        Args:
+            callback: called with this handle.
+            channel: the thread (or event loop) the callback runs on.
+
+        Returns:
+            The way to stop: calling it ends the listening.
+        """
         job = self._job
 
         def tell(*_: Any) -> None:

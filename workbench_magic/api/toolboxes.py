@@ -52,7 +52,25 @@ class OpenedToolbox(Generic[W]):
     """A live view of an opened toolbox (of a `Workbench`: `OpenedToolbox[Workbench]`).
 
     `.servers` (status, protocol, error per server), `.tools`, `.failed` (server -> reason),
-    and attribute access to tools: `box.datasets.query(dataset="penguins")`.
+    and attribute access to tools: `box.datasets.query(dataset="penguins")`. Every property reads the
+    workbench's current snapshot. `box["name"]` reaches a server whose name is not a Python identifier
+    (`ServerNotFoundError` when there is none); `wb.open`, `wb.opened` and `wb.reconnect` return views.
+
+    Args:
+        workbench: the workbench that opened the toolbox.
+        name: the toolbox's name.
+
+    Attributes:
+        name: the toolbox's name.
+
+    Example:
+        ```python
+        box = wb.open("demo")
+        box.connected  # the servers that connected
+        box.datasets.query(dataset="penguins", limit=5)  # a tool as a method: keyword arguments, `timeout=`
+        box.call("notes/add_note", {"title": "first", "body": "hello"})
+        box.close()
+        ```
     """
 
     def __init__(self, workbench: W, name: str) -> None:
@@ -61,18 +79,22 @@ class OpenedToolbox(Generic[W]):
 
     @property
     def workbench(self) -> W:
+        """The workbench the toolbox belongs to."""
         return self._wb
 
     @property
     def description(self) -> str:
+        """The toolbox's description, from its config."""
         return self._wb.toolbox_state(self.name).description
 
     @property
     def servers(self) -> dict[str, ServerStatus]:
+        """`{server name: ServerStatus}`: status, transport, protocol and error of each server (a copy)."""
         return dict(self._wb.toolbox_state(self.name).servers)
 
     @property
     def connected(self) -> list[str]:
+        """The names of the servers that are connected."""
         return [s for s, st in self.servers.items() if st.connected]
 
     @property
@@ -82,13 +104,27 @@ class OpenedToolbox(Generic[W]):
 
     @property
     def tools(self) -> ToolList:
+        """The tools of the toolbox's servers, a list that renders as a table."""
         return self._wb.tools(self.name)
 
     def call(self, identifier: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolResult:
-        """Call `server/tool` of this toolbox."""
+        """Call `server/tool` of this toolbox.
+
+        Args:
+            identifier: `server/tool`, a tool of this toolbox.
+            arguments: the tool's arguments.
+            **kwargs: the keywords of `Workbench.call`: `timeout`, `progress`, `server_log`.
+
+        Returns:
+            The tool's answer (a tool error is in `.is_error`, not raised).
+
+        Raises:
+            WorkbenchError: as `Workbench.call` raises them.
+        """
         return self._wb.call(f"{self.name}/{identifier}", arguments, **kwargs)
 
     def close(self) -> None:
+        """Close the toolbox: every connection ends, every child process exits."""
         self._wb.close(self.name)
 
     def __getattr__(self, server: str) -> ServerProxy:

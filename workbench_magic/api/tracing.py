@@ -18,8 +18,20 @@ if TYPE_CHECKING:
 
 
 class Trace:
-    """The messages of a trace: `.messages` (each with `.direction`, `.server`, `.time`,
-    `.message`), `.to_json(path)`; it shows as a sequence diagram (HTML) or as text."""
+    """The messages of a trace; it shows as a sequence diagram (HTML) or as text.
+
+    `.messages` (each with `.direction`, `.server`, `.time`, `.message`), `.to_json(path)`.
+    `wb.trace(target)` makes one; it records until `stop()` or the end of its `with` block.
+    `len(trace)` is the number of messages so far.
+
+    Example:
+        ```python
+        with wb.trace("demo") as trace:
+            wb.call("demo/datasets/describe_dataset", {"name": "penguins"})
+        [m.label for m in trace.messages]  # ["tools/call #3", "result #3"]
+        trace.to_json("describe.trace.json")
+        ```
+    """
 
     def __init__(self, tap: WireTap, recording: TraceRecording, loop: LoopThread, target: str | None) -> None:
         self._tap = tap
@@ -51,7 +63,11 @@ class Trace:
         return self._snapshot()[1]
 
     def stop(self) -> Trace:
-        """Stop recording (the messages stay); again does nothing."""
+        """Stop recording (the messages stay); again does nothing.
+
+        Returns:
+            The trace itself.
+        """
         if self._kept is None:
             tap, recording = self._tap, self._recording
             self._loop.run_sync(lambda: tap.stop(recording))
@@ -68,7 +84,14 @@ class Trace:
         return len(self.messages)
 
     def to_json(self, path: str | os.PathLike[str]) -> str:
-        """Save the trace as JSON (target, dropped, messages); returns the path."""
+        """Save the trace as JSON (target, dropped, messages).
+
+        Args:
+            path: the file to write (UTF-8, indented).
+
+        Returns:
+            The path.
+        """
         messages, dropped = self._snapshot()
         data: dict[str, Any] = {
             "target": self.target,

@@ -40,6 +40,7 @@ from workbench_magic.vocabulary.errors import server_not_found, toolbox_not_foun
 
 __all__ = [
     "DICT_SOURCE",
+    "TRANSPORT_SPELLINGS",
     "ServerConfig",
     "ToolboxConfig",
     "Transport",
@@ -71,6 +72,11 @@ _TRANSPORTS: dict[str, Transport] = {
     "python": "python",
     "in-process": "python",
     "inprocess": "python",
+}
+#: Every spelling of each transport `normalize_transport` knows (lower case; case and surrounding spaces are ignored).
+TRANSPORT_SPELLINGS: dict[Transport, tuple[str, ...]] = {
+    value: tuple(key for key, known in _TRANSPORTS.items() if known == value)
+    for value in dict.fromkeys(_TRANSPORTS.values())
 }
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
@@ -192,8 +198,17 @@ class _Lifecycle(_ConfigModel):
     """When servers start (`start`) and stop when idle (`idleTimeout`): on a server, or on a
     toolbox as the default of its servers."""
 
-    start: Start | None = None
-    idle_timeout: float | None = Field(default=None, alias="idleTimeout")
+    start: Start | None = Field(
+        default=None,
+        description='When servers start: "open" with their toolbox (the default), or "lazy" on first use (tools listed '
+        "from the catalog cached at the last connect). On a toolbox: the default of its servers; a server's own wins.",
+    )
+    idle_timeout: float | None = Field(
+        default=None,
+        alias="idleTimeout",
+        description="Seconds without a request after which a server stops (its next use starts it again). On a "
+        "toolbox: the default of its servers; a server's own wins.",
+    )
 
     @field_validator("idle_timeout", mode="before")
     @classmethod
@@ -219,19 +234,62 @@ class ServerConfig(_Lifecycle):
     _KIND: ClassVar[str] = "a server"
     _EXAMPLE: ClassVar[str] = '{"command": "...", "args": [...]} or {"url": "https://..."}'
 
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    python: str | None = None
-    transport: Transport = "stdio"
-    tool_filters: list[str] | None = Field(default=None, alias="toolFilters")
-    timeout: float | None = None
-    roots: list[str] | Literal[False] | None = None
-    auth: AuthConfig | None = None
-    protocol: Protocol = "auto"
+    model_config = ConfigDict(
+        json_schema_extra={
+            "description": "One MCP server: stdio (command), streamable HTTP or SSE (url), or in-process (python)."
+        }
+    )
+
+    command: str | None = Field(
+        default=None, description="The program of a stdio server (a server has one of command, url and python)."
+    )
+    args: list[str] = Field(default_factory=list, description="The command's arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment variables of the stdio server, on top of the basics of this one (HOME, PATH, ...). "
+        "Numbers and booleans become strings.",
+    )
+    cwd: str | None = Field(default=None, description="The working directory of the stdio server.")
+    url: str | None = Field(
+        default=None,
+        description='The http:// or https:// URL of a remote server: streamable HTTP ("transport": "sse" for legacy '
+        "SSE).",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers sent to the remote server. Numbers and booleans become strings.",
+    )
+    python: str | None = Field(
+        default=None,
+        description='"package.module:attribute": a server run in-process, an MCPServer or a callable returning one.',
+    )
+    transport: Transport = Field(
+        default="stdio",
+        description='"stdio", "http" (streamable HTTP), "sse" (legacy SSE) or "python"; inferred from command, url '
+        "or python when absent. Also spelled type.",
+    )
+    tool_filters: list[str] | None = Field(
+        default=None,
+        alias="toolFilters",
+        description='The tools to keep: exact names or globs (absent or ["*"]: all; []: none).',
+    )
+    timeout: float | None = Field(
+        default=None, description="Seconds per call of this server's tools (a numeric string is accepted too)."
+    )
+    roots: list[str] | Literal[False] | None = Field(
+        default=None,
+        description="The roots this server is told (paths or file:// URIs; default: the workbench's roots, none "
+        "until set), or false: no roots capability for it.",
+    )
+    auth: AuthConfig | None = Field(
+        default=None,
+        description='HTTP and SSE servers: {"bearer": "${TOKEN}"}, "oauth", or {"oauth": {...}} with options.',
+    )
+    protocol: Protocol = Field(
+        default="auto",
+        description='The protocol era: "auto" (server/discover, else the initialize handshake), "legacy" (always the '
+        '2025-11-25 handshake) or "2026-07-28" (server/discover only).',
+    )
 
     _expanded_secrets: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
@@ -412,9 +470,21 @@ class ToolboxConfig(_Lifecycle):
     _KIND: ClassVar[str] = "a toolbox"
     _EXAMPLE: ClassVar[str] = '{"description": "...", "mcpServers": {...}}'
 
-    description: str = ""
-    mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict, alias="mcpServers")
-    replay: str | None = None
+    model_config = ConfigDict(
+        json_schema_extra={"description": "A named group of MCP servers, opened and closed together."}
+    )
+
+    description: str = Field(default="", description="What the toolbox is for (shown in listings).")
+    mcp_servers: dict[str, ServerConfig] = Field(
+        default_factory=dict,
+        alias="mcpServers",
+        description="The servers of this toolbox, by name: letters, digits, - and _ (no __, not ending in _).",
+    )
+    replay: str | None = Field(
+        default=None,
+        description="A cassette this toolbox is answered from (relative to the config file): its servers never "
+        "start, and unset ${VAR}s in them expand to an empty string.",
+    )
     """A cassette this toolbox is replayed from (no server starts; unset `${VAR}`s are allowed)."""
 
     @field_validator("description", mode="before")
@@ -434,7 +504,18 @@ class WorkbenchConfig(_ConfigModel):
     _KIND: ClassVar[str] = "the top level"
     _EXAMPLE: ClassVar[str] = '{"toolboxes": {"name": {"mcpServers": {...}}}}'
 
-    toolboxes: dict[str, ToolboxConfig] = Field(default_factory=dict)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "description": "The config of MCP Workbench for notebooks: toolboxes of MCP servers. ${VAR} and "
+            "${VAR:-default} expand in every string of a server and in toolbox descriptions; keys starting with _ "
+            "are comments."
+        }
+    )
+
+    toolboxes: dict[str, ToolboxConfig] = Field(
+        default_factory=dict,
+        description="The toolboxes, by name: letters, digits, - and _ (no __, not ending in _).",
+    )
     source: str = DICT_SOURCE
 
     @field_validator("toolboxes", mode="before")

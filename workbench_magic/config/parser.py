@@ -9,6 +9,7 @@
   and duplicate keys are errors. A toolbox needs ``mcpServers``.
 - A file with a top-level ``mcpServers`` (Claude Desktop / VS Code style) is one toolbox named
   ``default``.
+- A top-level ``"$schema"`` (a string: the file's JSON Schema, for editors) is ignored, in both forms.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from workbench_magic.config.messages import config_error, json_path
 from workbench_magic.config.models import DICT_SOURCE, ServerConfig, ToolboxConfig, WorkbenchConfig
 from workbench_magic.vocabulary.errors import ConfigError, first_line
 
-__all__ = ["DEFAULT_TOOLBOX", "parse_config", "read_config_json"]
+__all__ = ["DEFAULT_TOOLBOX", "SCHEMA_KEY", "parse_config", "read_config_json"]
 
 #: The toolbox name of a Claude Desktop / VS Code style file (top-level ``mcpServers``).
 DEFAULT_TOOLBOX = "default"
+#: The top-level key naming the file's JSON Schema (`workbench_magic.config.schema`), for editors; ignored.
+SCHEMA_KEY = "$schema"
 
 _VAR_RE = re.compile(r"\$\{(?:([^{}]*)\})?")  # no group 1: an unmatched '${'
 _VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -115,9 +118,12 @@ class _Parser:
         return _VAR_RE.sub(substitute, value)
 
     def parse(self, data: Any) -> WorkbenchConfig:
-        top = self.keys(data, "", _TOP_KEYS)
-        if not isinstance(top, Mapping):
+        top = self.keys(data, "", (*_TOP_KEYS, SCHEMA_KEY))
+        if not isinstance(top, dict):
             return WorkbenchConfig._validate_as(top, self.source)  # raises: not an object
+        if not isinstance(top.pop(SCHEMA_KEY, ""), str):
+            fix = f'Fix: write "{SCHEMA_KEY}": "./workbench-config.schema.json" (a path or URL), or remove it'
+            raise self.error(SCHEMA_KEY, "must be a string", fix)
         if "toolboxes" in top and "mcpServers" in top:
             fix = "Fix: move the servers into a toolbox under 'toolboxes', or keep only 'mcpServers'"
             raise self.error("", "has both 'toolboxes' and a top-level 'mcpServers'", fix)
@@ -145,8 +151,9 @@ class _Parser:
             return items
         if "mcpServers" not in items:
             raise self.error(path, "missing 'mcpServers'", 'Fix: add "mcpServers": {"name": {"command": "..."}}')
-        if isinstance(items.get("description"), str):
-            items["description"] = self.expand(items["description"], json_path(path, "description"), set())
+        for key, value in items.items():  # its own strings (description, start, idleTimeout, replay)
+            if isinstance(value, str):
+                items[key] = self.expand(value, json_path(path, key), set())
         self.unset_allowed = bool(items.get("replay"))
         try:
             items["mcpServers"] = self.servers(items["mcpServers"], json_path(path, "mcpServers"), name)

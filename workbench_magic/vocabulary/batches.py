@@ -40,6 +40,14 @@ class Batch(list["ToolResult"]):
         arguments: each row's arguments, as sent.
         errors: `{row index: WorkbenchError}` for the rows whose call raised, in row order.
         elapsed: seconds the whole batch took.
+
+    Example:
+        ```python
+        batch = wb.map("demo/datasets/describe_dataset", [{"name": "penguins"}, {"name": "nope"}])
+        len(batch.ok), batch.tool_errors  # 1, {1: <the tool error's result>}
+        batch.error_text(1)  # the tool error's text, one line
+        batch.to_pandas()  # one line per row: arguments, data, error
+        ```
     """
 
     def __init__(
@@ -87,8 +95,14 @@ class Batch(list["ToolResult"]):
         return frozenset(s for r in self for s in r.secrets)
 
     def error_text(self, index: int) -> str | None:
-        """The error of row `index` as one line (a tool error's text, or what the call raised);
-        None when the row succeeded."""
+        """The error of row `index` as one line (a tool error's text, or what the call raised).
+
+        Args:
+            index: the row's index.
+
+        Returns:
+            The error's text; None when the row succeeded.
+        """
         if index in self.errors:
             return str(self.errors[index])
         result = self[index]
@@ -102,6 +116,12 @@ class Batch(list["ToolResult"]):
         argument's name becomes `result.KEY`); other data goes in a `result` column (`.data`, or
         `.text` when there is no data). `error` holds the text of a tool error or of what the call
         raised, None for rows that succeeded. Needs the `pandas` extra.
+
+        Returns:
+            The table.
+
+        Raises:
+            MissingExtraError: pandas is not installed.
         """
         missing = False
         try:

@@ -75,7 +75,22 @@ def raise_alone(exc: BaseException) -> NoReturn:
 
 
 class WorkbenchError(Exception):
-    """Base class of every error the workbench raises on purpose."""
+    """Base class of every error the workbench raises on purpose.
+
+    Each has a short, one-line message and no `ExceptionGroup` in its chain.
+
+    Example:
+        ```python
+        from workbench_magic import NotFoundError, WorkbenchError
+
+        try:
+            wb.call("demo/datasets/nope")
+        except NotFoundError as error:
+            print(error)  # Tool 'nope' not found in server 'datasets' (toolbox 'demo')
+        except WorkbenchError as error:
+            print(error)  # any other failure, in one line
+        ```
+    """
 
 
 class UsageError(WorkbenchError, ValueError):
@@ -123,6 +138,13 @@ class RequestError(WorkbenchError):
 
     `.code` is the JSON-RPC error code when the server answered with an error (None for a
     timeout, a lost connection or a transport failure).
+
+    Args:
+        message: the one-line message.
+        code: the JSON-RPC error code, if the server answered with one.
+
+    Attributes:
+        code: the JSON-RPC error code, or None.
     """
 
     def __init__(self, message: str, *, code: int | None = None) -> None:
@@ -135,6 +157,14 @@ class ToolError(RequestError):
 
     Raised when a call fails (transport, timeout, protocol error) or, through
     `ToolResult.raise_for_error()`, when the tool reported `is_error`.
+
+    Args:
+        message: the one-line message.
+        result: the `ToolResult` of a tool that reported an error.
+        code: the JSON-RPC error code, if the server answered with one.
+
+    Attributes:
+        result: the `ToolResult` when the tool reported the error (`raise_for_error`), else None.
     """
 
     def __init__(self, message: str, result: object | None = None, *, code: int | None = None) -> None:
@@ -143,14 +173,25 @@ class ToolError(RequestError):
 
 
 class CallTimeoutError(ToolError, TimeoutError):
-    """A request (a call, a read, a prompt, a completion, a listing) ran past its time limit and
-    was cancelled on the server; the message names the request, the server and the limit."""
+    """A request ran past its time limit and was cancelled on the server.
+
+    The request is a call, a read, a prompt, a completion or a listing; the message names the
+    request, the server and the limit.
+    """
 
 
 class UrlElicitationRequired(RequestError):
     """A server needs the person to visit links first (MCP error -32042); `.urls` holds them.
 
     Open each link, finish there, then call again.
+
+    Args:
+        message: the one-line message.
+        urls: the links to visit.
+        code: the JSON-RPC error code (-32042).
+
+    Attributes:
+        urls: the links to visit, in order.
     """
 
     def __init__(self, message: str, urls: list[str] | None = None, *, code: int | None = -32042) -> None:
@@ -159,8 +200,11 @@ class UrlElicitationRequired(RequestError):
 
 
 class TaskRequiredError(ToolError):
-    """The tool must run as a task (`execution.taskSupport: required`), and its server's protocol
-    era has no task the workbench can run (2026-07-28: an extension the MCP SDK lacks)."""
+    """The tool must run as a task (`execution.taskSupport: required`) the workbench cannot run on its server.
+
+    Its server's protocol era has no task the workbench can run (2026-07-28: an extension the MCP
+    SDK lacks).
+    """
 
 
 # ---- the one text of each user-facing error ---------------------------------------------------

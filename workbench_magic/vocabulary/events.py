@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ToolsChanged:
-    """A server's tool list changed and was fetched again."""
+    """A server's tool list changed and was fetched again.
+
+    Attributes:
+        toolbox: the server's toolbox.
+        server: the server's name.
+    """
 
     toolbox: str
     server: str
@@ -17,7 +22,12 @@ class ToolsChanged:
 
 @dataclass(frozen=True)
 class ResourcesChanged:
-    """A server's resource list changed (`wb.resources` lists it afresh: lists are never cached)."""
+    """A server's resource list changed (`wb.resources` lists it afresh: lists are never cached).
+
+    Attributes:
+        toolbox: the server's toolbox.
+        server: the server's name.
+    """
 
     toolbox: str
     server: str
@@ -25,7 +35,12 @@ class ResourcesChanged:
 
 @dataclass(frozen=True)
 class PromptsChanged:
-    """A server's prompt list changed (`wb.prompts` lists it afresh: lists are never cached)."""
+    """A server's prompt list changed (`wb.prompts` lists it afresh: lists are never cached).
+
+    Attributes:
+        toolbox: the server's toolbox.
+        server: the server's name.
+    """
 
     toolbox: str
     server: str
@@ -33,7 +48,14 @@ class PromptsChanged:
 
 @dataclass(frozen=True)
 class StatusChanged:
-    """A server of a toolbox changed status (connecting, connected, failed, ...)."""
+    """A server of a toolbox changed status (connecting, connected, failed, ...).
+
+    `wb.status()` or `OpenedToolbox.servers` says the new one.
+
+    Attributes:
+        toolbox: the server's toolbox.
+        server: the server's name.
+    """
 
     toolbox: str
     server: str
@@ -41,7 +63,11 @@ class StatusChanged:
 
 @dataclass(frozen=True)
 class ToolboxClosed:
-    """A toolbox was closed: its connections ended."""
+    """A toolbox was closed: its connections ended.
+
+    Attributes:
+        toolbox: the toolbox's name.
+    """
 
     toolbox: str
 

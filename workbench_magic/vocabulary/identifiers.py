@@ -98,8 +98,18 @@ class ToolIdentifier(BaseModel):
     `parse_identifier` is accepted there too (errors then surface inside that model's
     ``ValidationError``).
 
-    >>> ToolIdentifier(toolbox="dev", server="filesystem", name="read_file").key
-    'dev__filesystem__read_file'
+    Attributes:
+        toolbox: the toolbox's name.
+        server: the server's name in the toolbox.
+        name: the tool's name on the server (it may contain ``/``, ``.`` and ``__``).
+
+    Example:
+        ```python
+        ident = ToolIdentifier(toolbox="dev", server="filesystem", name="read_file")
+        ident.key  # 'dev__filesystem__read_file'
+        str(ident)  # 'dev/filesystem/read_file'
+        ToolIdentifier.parse("dev__filesystem__read_file") == ident  # True
+        ```
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -115,7 +125,17 @@ class ToolIdentifier(BaseModel):
         name: str = _MISSING,
         **extra: Any,
     ) -> None:
-        """Build from keywords (or positionally: ``ToolIdentifier("dev", "fs", "read")``)."""
+        """Build from keywords (or positionally: ``ToolIdentifier("dev", "fs", "read")``).
+
+        Args:
+            toolbox: the toolbox's name.
+            server: the server's name.
+            name: the tool's name.
+            **extra: any other field, refused (`Invalid tool identifier: unknown field 'x'`).
+
+        Raises:
+            InvalidIdentifierError: a field is missing, empty, not a string, or unknown.
+        """
         data: dict[str, Any] = {
             key: value for key, value in zip(FIELDS, (toolbox, server, name), strict=True) if value is not _MISSING
         }
@@ -154,7 +174,17 @@ class ToolIdentifier(BaseModel):
 
     @classmethod
     def parse(cls, value: str | Mapping[str, Any] | ToolIdentifier) -> ToolIdentifier:
-        """Same as `parse_identifier`."""
+        """Same as `parse_identifier`.
+
+        Args:
+            value: any accepted spelling (see `parse_identifier`).
+
+        Returns:
+            The identifier.
+
+        Raises:
+            InvalidIdentifierError: `value` cannot be parsed.
+        """
         return parse_identifier(value)
 
 
@@ -167,8 +197,15 @@ def parse_identifier(value: str | Mapping[str, Any] | ToolIdentifier) -> ToolIde
     object whose ``identifier`` attribute is a `ToolIdentifier`. Surrounding whitespace of a
     string is stripped.
 
-    Raises `InvalidIdentifierError` with a short message, e.g.
-    ``Invalid tool identifier: server cannot be empty``.
+    Args:
+        value: the spelling to parse.
+
+    Returns:
+        The identifier.
+
+    Raises:
+        InvalidIdentifierError: `value` cannot be parsed; a short message, e.g.
+            ``Invalid tool identifier: server cannot be empty``.
     """
     if isinstance(value, ToolIdentifier):
         return value
@@ -198,11 +235,19 @@ def _checked(toolbox: str, server: str, name: str) -> ToolIdentifier:
 def parse_target(value: str | None) -> tuple[str | None, str | None]:
     """Parse a toolbox or server target: ``"dev"``, ``"dev/server"`` or ``"dev__server"``.
 
-    Returns ``(toolbox, server)``; ``server`` is None for a bare toolbox and both are None
-    for None or an empty string. A full tool identifier (``"dev/server/tool"``) is accepted
-    too and gives its first two parts; the caller decides whether that is allowed.
-    Raises `InvalidIdentifierError` for an empty part (``Invalid tool identifier: server
-    cannot be empty``) or a non-string.
+    A full tool identifier (``"dev/server/tool"``) is accepted too and gives its first two parts;
+    the caller decides whether that is allowed.
+
+    Args:
+        value: the target, or None.
+
+    Returns:
+        ``(toolbox, server)``; ``server`` is None for a bare toolbox and both are None for None or
+        an empty string.
+
+    Raises:
+        InvalidIdentifierError: an empty part (``Invalid tool identifier: server cannot be empty``)
+            or a non-string.
     """
     if value is None:
         return None, None
@@ -221,6 +266,15 @@ def parse_target(value: str | None) -> tuple[str | None, str | None]:
 def tool_key(toolbox: str, server: str, name: str) -> str:
     """``toolbox__server__name``, the flat spelling of an identifier.
 
-    Raises `InvalidIdentifierError` when a part is empty or not a string.
+    Args:
+        toolbox: the toolbox's name.
+        server: the server's name.
+        name: the tool's name.
+
+    Returns:
+        The parts joined with ``__``.
+
+    Raises:
+        InvalidIdentifierError: a part is empty or not a string.
     """
     return "__".join((_check_part("toolbox", toolbox), _check_part("server", server), _check_part("name", name)))

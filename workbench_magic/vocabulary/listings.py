@@ -67,6 +67,26 @@ class ToolInfo:
 
     Keeps the SDK's tool fields (`name`, `description`, `input_schema`, `output_schema`,
     `annotations`, `title`, `meta`) plus where it lives (`toolbox`, `server`).
+
+    Attributes:
+        toolbox: the toolbox it belongs to.
+        server: the server that offers it.
+        name: its name on the server.
+        description: its description (indentation removed), if any.
+        input_schema: the JSON schema of its arguments (`{"type": "object"}` when the server gives none).
+        output_schema: the JSON schema of its structured content, if it declares one.
+        annotations: its hints (`readOnlyHint`, `destructiveHint`, ...), if any.
+        title: its display title, if any.
+        meta: its `_meta` (where an MCP App's `ui` is), if any.
+        execution: its `execution` (`taskSupport`), if any.
+
+    Example:
+        ```python
+        tool = wb.tool("demo/datasets/query")
+        tool.required  # ['dataset']
+        list(tool.parameters)  # ['dataset', 'columns', 'where', 'order_by', 'descending', 'limit']
+        tool.identifier == wb.tool(tool.path).identifier  # True
+        ```
     """
 
     toolbox: str
@@ -82,7 +102,16 @@ class ToolInfo:
 
     @classmethod
     def from_sdk(cls, toolbox: str, server: str, tool: Any) -> ToolInfo:
-        """Build from an SDK `Tool`."""
+        """Build from an SDK `Tool`.
+
+        Args:
+            toolbox: the toolbox the server belongs to.
+            server: the server that listed the tool.
+            tool: the SDK `Tool`.
+
+        Returns:
+            The tool's info.
+        """
         annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
         execution = getattr(tool, "execution", None)
         return cls(
@@ -132,7 +161,12 @@ class ToolInfo:
         return list(req) if isinstance(req, list) else []
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (camelCase schema keys, as MCP clients expect)."""
+        """JSON-ready form (camelCase schema keys, as MCP clients expect).
+
+        Returns:
+            `toolbox`, `server`, `name`, `description` (`""` when none) and `inputSchema`; `title`,
+            `outputSchema` and `annotations` when set.
+        """
         out: dict[str, Any] = {
             "toolbox": self.toolbox,
             "server": self.server,

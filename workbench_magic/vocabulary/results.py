@@ -104,11 +104,27 @@ class ToolApp(Protocol):
 class ToolResult:
     """What a tool call returned.
 
+    A tool that reported an error is a result too (`is_error`); `raise_for_error()` turns it into a
+    `ToolError`. In a notebook it shows as a table, JSON, text or images (secrets masked), and with
+    its MCP App where the tool has one.
+
     Attributes:
         identifier: which tool was called.
         raw: the SDK `CallToolResult`.
         elapsed: seconds the call took, client side.
         arguments: the arguments sent.
+        secrets: config secrets, masked in what the result shows (its data stays as the tool sent it).
+        replayed: True when the answer came from a cassette (`Workbench(replay=...)`), not a live server.
+        app: the tool's MCP Apps view (`AppView`) when the tool has a UI and `render_apps` is on.
+
+    Example:
+        ```python
+        result = wb.call("demo/datasets/query", {"dataset": "penguins", "limit": 5})
+        result.is_error  # False: the tool answered
+        result.data["rows"][0]  # the structured content (else the text parsed as JSON)
+        result.to_pandas()  # the table in `data`, as a DataFrame
+        result.raise_for_error().text
+        ```
     """
 
     identifier: ToolIdentifier
@@ -167,6 +183,13 @@ class ToolResult:
         """The tabular part of `data` as a DataFrame (records, columns, or `{"rows": [...]}`).
 
         Needs the `pandas` extra; without it, a one-line `MissingExtraError` says how to install it.
+
+        Returns:
+            One line per record.
+
+        Raises:
+            MissingExtraError: pandas is not installed.
+            ToolError: `data` holds no table (`Result of tool 'n' has no tabular data to convert`).
         """
         missing = False
         try:
@@ -186,6 +209,10 @@ class ToolResult:
 
         The SDK's servers start error texts with their own `Error executing tool NAME: `; that
         prefix is dropped so the workbench's (which names server and toolbox) is not doubled.
+
+        Returns:
+            At most three lines of the text, joined in one (then `…` when there were more); `the tool
+            reported an error without a message` when it sent no text.
         """
         text = self.text.strip() or "the tool reported an error without a message"
         own = f"Error executing tool {self.identifier.name}: "
@@ -195,12 +222,29 @@ class ToolResult:
         return " ".join(lines[:3]) + (" …" if len(lines) > 3 else "")
 
     def to_error(self) -> ToolError:
-        """The `ToolError` describing this (failed) result."""
+        """The `ToolError` describing this (failed) result.
+
+        Returns:
+            `Error executing tool 'n' in server 's' (toolbox 't'): <error_message()>`, with this result
+            as its `.result`.
+        """
         i = self.identifier
         return ToolError(f"{request_text('call', i.name, i.server, i.toolbox)}: {self.error_message()}", result=self)
 
     def raise_for_error(self) -> ToolResult:
-        """Raise `ToolError` when the tool reported an error; return self otherwise."""
+        """Raise `ToolError` when the tool reported an error; return self otherwise.
+
+        Returns:
+            This result, when the tool did not report an error.
+
+        Raises:
+            ToolError: the tool reported an error (`to_error()`).
+
+        Example:
+            ```python
+            rows = wb.call("demo/datasets/query", {"dataset": "penguins"}).raise_for_error().data["rows"]
+            ```
+        """
         if self.is_error:
             raise self.to_error()
         return self

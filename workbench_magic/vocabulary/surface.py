@@ -51,11 +51,26 @@ _PROSE = ("title", "description", "instructions")
 
 # ---- snapshot -----------------------------------------------------------------------------------
 class Snapshot:
-    """One toolbox's surface: `{"toolbox": name, "servers": {server name: {"server": info,
-    "tools": {name: tool}, "resources": {uri: resource}, "resourceTemplates": {uriTemplate:
-    template}, "prompts": {name: prompt}}}}`, kept as a deep copy of the data given.
+    """One toolbox's surface, kept as a deep copy of the data given.
 
-    Raises `ValueError` when `data` has no `"toolbox"` string or no `"servers"` object.
+    The data: `{"toolbox": name, "servers": {server name: {"server": info, "tools": {name: tool},
+    "resources": {uri: resource}, "resourceTemplates": {uriTemplate: template}, "prompts": {name: prompt}}}}`.
+
+    `wb.snapshot(toolbox)` takes one; two snapshots are equal when their data is.
+
+    Args:
+        data: the surface, as above (a saved file's `"format"` key is dropped).
+
+    Raises:
+        ValueError: `data` has no `"toolbox"` string or no `"servers"` object.
+
+    Example:
+        ```python
+        snapshot = wb.snapshot("demo")
+        sorted(snapshot.servers["datasets"]["tools"])
+        snapshot.save("demo-surface.json")
+        Snapshot.load("demo-surface.json") == snapshot  # True
+        ```
     """
 
     def __init__(self, data: Mapping[str, Any]) -> None:
@@ -84,20 +99,41 @@ class Snapshot:
 
     # ---- files ------------------------------------------------------------------------------
     def to_json(self) -> str:
-        """The snapshot as the text `save()` writes: JSON with sorted keys, a two-space indent,
-        `"format": "workbench-magic snapshot 1"` and a trailing newline; the same surface gives
-        the same text."""
+        """The snapshot as the text `save()` writes; the same surface gives the same text.
+
+        JSON with sorted keys, a two-space indent, `"format": "workbench-magic snapshot 1"` and a
+        trailing newline.
+
+        Returns:
+            The JSON text.
+        """
         return json.dumps({**self._data, "format": FORMAT}, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     def save(self, path: str | os.PathLike[str]) -> str:
-        """Write `to_json()` to `path` (UTF-8); returns the path."""
+        """Write `to_json()` to `path` (UTF-8).
+
+        Args:
+            path: the file to write.
+
+        Returns:
+            The path.
+        """
         Path(path).write_text(self.to_json(), encoding="utf-8", newline="\n")
         return str(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Snapshot:
-        """Read a snapshot `save()` wrote; `UsageError` naming the path when the file cannot be
-        read or is not a snapshot."""
+        """Read a snapshot `save()` wrote.
+
+        Args:
+            path: the file to read.
+
+        Returns:
+            The snapshot.
+
+        Raises:
+            UsageError: the file cannot be read or is not a snapshot (the message names the path).
+        """
         problem = None
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -207,9 +243,27 @@ class Change:
 
 
 class Diff:
-    """What changed between two snapshots (`diff_snapshots`): `changes`, one `Change` per finding,
-    ordered by server, then kind, then item. True when anything changed; `breaking` when any change
-    could break a client."""
+    """What changed between two snapshots (`diff_snapshots`): `changes`, one `Change` per finding.
+
+    The changes are ordered by server, then kind, then item. True when anything changed;
+    `breaking` when any change could break a client. `Workbench.diff(old, new)` makes one;
+    `len(diff)` is the number of changes.
+
+    Args:
+        changes: the findings, in any order.
+        toolbox: the toolbox compared (`old -> new` when the names differ).
+
+    Attributes:
+        toolbox: the toolbox compared.
+        changes: the findings, sorted.
+
+    Example:
+        ```python
+        diff = Workbench.diff("demo-surface.json", wb.snapshot("demo"))
+        if diff.breaking:
+            print([f"{c.server} {c.kind} {c.item}: {c.detail}" for c in diff.changes if c.breaking])
+        ```
+    """
 
     def __init__(self, changes: Iterable[Change] = (), *, toolbox: str = "") -> None:
         self.toolbox = toolbox
