@@ -3,12 +3,13 @@ the SDK's in-memory transport, each on a thread and loop of its own)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import SERVERS, children
+from conftest import SERVERS, children, wait_until
 from mcp.server import MCPServer
 
 from workbench_magic import ConfigError, ConnectError, UsageError, Workbench
@@ -250,3 +251,14 @@ def test_python_still_prints_warnings_nobody_handles() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stderr.splitlines() == ["last resort"]  # Python's last resort, and nothing of the server's
+
+
+def test_what_a_server_sends_after_its_client_left_is_dropped(make_workbench, caplog: pytest.LogCaptureFixture) -> None:
+    wb = make_workbench()  # the embedded demo: in-process servers
+    wb.open("demo")
+    handle = wb.start("demo/datasets/profile", {"dataset": "penguins", "delay": 2})
+    assert wait_until(lambda: handle.message is not None, 10)  # the call runs on the server
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        wb.close("demo")  # returns once the server thread ended, after what it sent last was delivered
+    assert handle.done()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []

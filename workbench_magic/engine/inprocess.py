@@ -159,6 +159,13 @@ def _root_logging_kept() -> Iterator[None]:
         root.setLevel(level)
 
 
+def _deliver(stream: Any, message: Any) -> None:
+    """Pass a message on, unless its reader has gone (a client that closed while the server still
+    answered, or a server that ended while the client still sent): nobody is left to read it."""
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        stream.send_nowait(message)
+
+
 class _ServerThread(threading.Thread):
     """Runs one server on its own loop; talks to the client's loop through two pumps."""
 
@@ -179,7 +186,7 @@ class _ServerThread(threading.Thread):
         """A message for the server (client loop thread)."""
         if self.loop is not None and self._from_client_send is not None:
             with contextlib.suppress(RuntimeError):  # the server loop has ended
-                self.loop.call_soon_threadsafe(self._from_client_send.send_nowait, message)
+                self.loop.call_soon_threadsafe(_deliver, self._from_client_send, message)
 
     def end_input(self) -> None:
         if self.loop is not None and self._from_client_send is not None:
@@ -246,7 +253,7 @@ class _ServerThread(threading.Thread):
 
             tg.start_soon(pump_in)
             async for message in read:
-                self._to_client_loop(self.to_client_send.send_nowait, message)
+                self._to_client_loop(_deliver, self.to_client_send, message)
             tg.cancel_scope.cancel()
 
 
