@@ -21,8 +21,11 @@ _OAUTH_KEYS = ("client_id", "client_secret", "scopes", "redirect_port", "paste")
 
 @dataclass(frozen=True)
 class OAuthOptions:
-    """`"auth": {"oauth": {...}}`: a pre-registered client (else dynamic registration), the scopes
-    to ask for, a fixed loopback port for the redirect, and whether the person pastes the redirect."""
+    """The options of `"auth": {"oauth": {...}}`.
+
+    A pre-registered client (else dynamic registration), the scopes to ask for, a fixed loopback
+    port for the redirect, and whether the person pastes the redirect.
+    """
 
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
@@ -59,8 +62,11 @@ class AuthConfig:
 
 
 def parse_auth(value: Any) -> AuthConfig | None:
-    """An `auth` config value as an `AuthConfig` (None when absent); `BrokenRule` if it is not
-    one of the accepted shapes."""
+    """An `auth` config value as an `AuthConfig` (None when absent).
+
+    Raises:
+        BrokenRule: the value is not one of the accepted shapes.
+    """
     if value is None or isinstance(value, AuthConfig):
         return value
     if value == "oauth":

@@ -46,12 +46,22 @@ def find_config(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> Path | None:
-    """Find the config file; None means the embedded default applies.
+    """Find the config file.
 
     Order: ``path`` (when given and not empty), ``$WORKBENCH_CONFIG`` (when set and not
-    empty), ``workbench-config.json`` in ``cwd`` (default: the current directory). Relative
-    paths are relative to ``cwd``; ``~`` is expanded. An explicit or ``$WORKBENCH_CONFIG``
-    path that is not a file raises `ConfigError` naming it.
+    empty), ``workbench-config.json`` in ``cwd``. Relative paths are relative to ``cwd``; ``~`` is
+    expanded.
+
+    Args:
+        path: an explicit config file.
+        environ: the variables to read ``$WORKBENCH_CONFIG`` from (default: `os.environ`).
+        cwd: the folder relative paths start from (default: the current directory).
+
+    Returns:
+        The file, or None: the embedded default applies.
+
+    Raises:
+        ConfigError: an explicit or ``$WORKBENCH_CONFIG`` path is not a file (named in the message).
     """
     env = os.environ if environ is None else environ
     base = None if cwd is None else Path(cwd)
@@ -72,10 +82,19 @@ def load_config(
 ) -> WorkbenchConfig:
     """Find, read and validate the config (see `find_config` for the order).
 
-    ``path`` may also be a mapping (parsed with source ``"<dict>"``) or a `WorkbenchConfig`
-    (returned as is; one made by ``model_construct`` is checked first, and a validated copy
-    returned). `WorkbenchConfig.source` is the path as given (or as found), or
-    ``"<embedded default>"``. Raises `ConfigError` with a one-line message.
+    Args:
+        path: a config file; or a mapping (parsed with source ``"<dict>"``); or a `WorkbenchConfig`
+            (returned as is; one made by ``model_construct`` is checked first, and a validated copy
+            returned).
+        environ: the variables ``${VAR}`` expands from (default: `os.environ`).
+        cwd: the folder relative paths start from (default: the current directory).
+
+    Returns:
+        The config; its `WorkbenchConfig.source` is the path as given (or as found), or
+        ``"<embedded default>"``.
+
+    Raises:
+        ConfigError: the config cannot be read or is not valid (a one-line message).
     """
     if isinstance(path, WorkbenchConfig):
         return WorkbenchConfig._validate_as(path, path.source if isinstance(path.source, str) else DICT_SOURCE)

@@ -77,8 +77,10 @@ _VALIDATING: ContextVar[bool] = ContextVar("_VALIDATING", default=False)
 
 
 def run_validation(source: str, validate: Callable[[], _T]) -> _T:
-    """Run a pydantic validation; a failure is the `ConfigError` of its first problem, with no
-    chain attached. ``source`` (a path, ``<dict>`` or a class name) starts the message."""
+    """Run a pydantic validation; a failure is the `ConfigError` of its first problem.
+
+    ``source`` (a path, ``<dict>`` or a class name) starts the message; no chain is attached.
+    """
     if _VALIDATING.get():  # pydantic calls a nested model's __init__: the outermost one reports
         return validate()
     token = _VALIDATING.set(True)

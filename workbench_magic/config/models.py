@@ -222,8 +222,9 @@ class _Lifecycle(_ConfigModel):
 
 
 class ServerConfig(_Lifecycle):
-    """One MCP server: stdio (``command``), streamable HTTP / SSE (``url``), or in-process
-    (``python``: ``"package.module:attribute"``, an `MCPServer` or a callable returning one).
+    """One MCP server: stdio (``command``), streamable HTTP / SSE (``url``), or in-process (``python``).
+
+    An in-process server is ``"package.module:attribute"``: an `MCPServer` or a callable returning one.
 
     ``transport`` (also accepted as ``type``, in any spelling `normalize_transport` knows) is
     always set: inferred ``"stdio"`` from ``command``, ``"http"`` from ``url`` and ``"python"``
@@ -464,8 +465,10 @@ class ServerConfig(_Lifecycle):
 
 
 class ToolboxConfig(_Lifecycle):
-    """A named group of servers that is opened and closed together. `start` and `idleTimeout`
-    here are the default of its servers (a server's own wins)."""
+    """A named group of servers that is opened and closed together.
+
+    `start` and `idleTimeout` here are the default of its servers (a server's own wins).
+    """
 
     _KIND: ClassVar[str] = "a toolbox"
     _EXAMPLE: ClassVar[str] = '{"description": "...", "mcpServers": {...}}'
@@ -531,9 +534,16 @@ class WorkbenchConfig(_ConfigModel):
             raise toolbox_not_found(name, self.toolboxes) from None
 
     def lifecycle(self, toolbox: str, server: str, *, lazy_default: bool) -> tuple[bool, float | None]:
-        """When a server starts and stops: whether it starts on first use, and its idle timeout.
-        Its own `start` and `idleTimeout`, else its toolbox's; `lazy_default`
-        (`Workbench.lazy_servers`) when neither says."""
+        """When a server starts and stops: its own `start` and `idleTimeout`, else its toolbox's.
+
+        Args:
+            toolbox: the toolbox's name.
+            server: the server's name in it.
+            lazy_default: whether it starts lazily when neither says (`Workbench.lazy_servers`).
+
+        Returns:
+            Whether it starts on first use, and its idle timeout in seconds (None: never stops).
+        """
         box = self.toolbox(toolbox)
         config = box.mcp_servers[server]
         start = config.start or box.start

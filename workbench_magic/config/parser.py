@@ -196,16 +196,26 @@ class _Parser:
 def parse_config(data: Any, source: str = DICT_SOURCE, *, environ: Mapping[str, str] | None = None) -> WorkbenchConfig:
     """Validate a decoded config (a mapping as read from JSON) and expand ``${VAR}``.
 
-    ``source`` names the origin in error messages and becomes `WorkbenchConfig.source`;
-    ``environ`` (default `os.environ`) supplies the variables. Raises `ConfigError`, never a
-    pydantic ``ValidationError``.
+    Args:
+        data: the decoded JSON.
+        source: the origin named in error messages; it becomes `WorkbenchConfig.source`.
+        environ: the variables (default: `os.environ`).
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: the first problem, in one line (never a pydantic ``ValidationError``).
     """
     return _Parser(source, os.environ if environ is None else environ).parse(data)
 
 
 def read_config_json(path: Path, source: str) -> Any:
-    """The decoded JSON of a config file (repeated keys noted for `parse_config`); `ConfigError`
-    if it cannot be read or is not JSON."""
+    """The decoded JSON of a config file (repeated keys noted for `parse_config`).
+
+    Raises:
+        ConfigError: the file cannot be read or is not JSON.
+    """
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
