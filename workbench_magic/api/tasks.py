@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import html
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.vocabulary.errors import WorkbenchError, raise_alone
 from workbench_magic.vocabulary.tasks import TaskState, TaskStatus
 
 if TYPE_CHECKING:
-    from workbench_magic.engine.connection import ProgressCallback
     from workbench_magic.engine.jobs import Job
     from workbench_magic.engine.runtime import Call, Channel, LoopThread
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -206,17 +205,16 @@ def following(job: Job) -> Callable[[TaskState], None]:
     return follow
 
 
-def reporting(job: Job, loop: LoopThread, progress: ProgressCallback | None) -> ProgressCallback:
-    """A started call's progress (on the caller's thread): the job's message says it (`3/6
-    step 3`), and `progress` hears it too."""
+def noting(job: Job) -> Callable[[float, float | None, str | None], None]:
+    """A started call's progress as its job's message (`3/6 step 3`; loop thread, where the
+    progress arrives: the caller's `progress` hears it on its own thread)."""
 
-    def told(done: float, total: float | None, message: str | None) -> Awaitable[None] | None:
+    def note(done: float, total: float | None, message: str | None) -> None:
         count = f"{done:g}/{total:g}" if total else f"{done:g}"
         said = message if message and job.state.task_id is not None else f"{count} {message or ''}".strip()
-        loop.run_sync(lambda: job.update(TaskState(job.state.status, said, job.state.task_id)))
-        return progress(done, total, message) if progress is not None else None
+        job.update(TaskState(job.state.status, said, job.state.task_id))
 
-    return told
+    return note
 
 
 def start_job(
@@ -265,4 +263,4 @@ class TaskList(tuple[TaskHandle, ...]):
         return f"<table>{head}{rows}</table>" if rows else "<p>(no tasks)</p>"
 
 
-__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "reporting", "set_task_display", "start_job"]
+__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "noting", "set_task_display", "start_job"]

@@ -26,7 +26,7 @@ from workbench_magic.api.asking import awaited_asker, waiting_channel
 from workbench_magic.api.batches import Batch, run_batch
 from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.server_features import ServerFeatures, parse_identifier, parse_target, server_target
-from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, reporting, start_job
+from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
 from workbench_magic.api.toolboxes import OpenedToolbox
 from workbench_magic.api.tracing import Trace
 from workbench_magic.engine.cassette_deck import CassetteDeck, Recording
@@ -1082,6 +1082,7 @@ class Workbench(Configurable):
         *,
         prefer_task: bool = False,
         on_status: StatusCallback | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
         ident = parse_identifier(identifier)
         args = dict(arguments or {})
@@ -1094,6 +1095,7 @@ class Workbench(Configurable):
             _check_arguments,
             prefer_task=prefer_task,
             on_status=on_status,
+            on_progress=on_progress,
         )
         if not self.render_apps:
             return await call
@@ -1148,10 +1150,11 @@ class Workbench(Configurable):
 
         def begin() -> Job:
             job = core.jobs.new(ident, args)
-            told = reporting(job, loop, progress)
             start_job(
                 job,
-                lambda: self._acall(ident, args, timeout, told, prefer_task=True, on_status=following(job)),
+                lambda: self._acall(
+                    ident, args, timeout, progress, prefer_task=True, on_status=following(job), on_progress=noting(job)
+                ),
                 loop,
                 channel,
             )

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -437,8 +437,10 @@ class Core:
         *,
         prefer_task: bool = False,
         on_status: StatusCallback | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
-        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one.
+        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one;
+        `on_progress` hears it first, on the loop thread.
 
         A tool that requires a task runs as an MCP task, and so does one that allows it when
         `prefer_task` (`wb.start`); `on_status` hears the task's statuses."""
@@ -454,7 +456,12 @@ class Core:
         error: WorkbenchError | None = None
         try:
             raw = await conn.call_tool(
-                ident.name, args, timeout=limit, progress=_to_caller(progress), task=as_task, on_status=on_status
+                ident.name,
+                args,
+                timeout=limit,
+                progress=_observed(on_progress, _to_caller(progress)),
+                task=as_task,
+                on_status=on_status,
             )
         except asyncio.CancelledError:
             self._remember_call(ident, args, started, t0, False, "cancelled", conn.secrets)
@@ -520,6 +527,18 @@ class Core:
 
 
 _background: set[asyncio.Future[Any]] = set()
+
+
+def _observed(observer: ProgressCallback | None, progress: ProgressCallback | None) -> ProgressCallback | None:
+    """`progress`, with `observer` (loop thread) hearing each notification first."""
+    if observer is None or progress is None:
+        return progress or observer
+
+    def both(value: float, total: float | None, message: str | None) -> Awaitable[None] | None:
+        observer(value, total, message)
+        return progress(value, total, message)
+
+    return both
 
 
 def _to_caller(progress: ProgressCallback | None) -> ProgressCallback | None:
