@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench_magic.vocabulary.errors import UsageError, WorkbenchError
 from workbench_magic.vocabulary.jsonpath import parse, without
-from workbench_magic.vocabulary.listings import CallRecord, ToolAnswer
+from workbench_magic.vocabulary.listings import IDLE, CallRecord, ToolAnswer
 from workbench_magic.vocabulary.pysource import assert_equal, call, literal, string, width
 from workbench_magic.vocabulary.surface import Snapshot
 
@@ -105,7 +105,7 @@ def snapshot(workbench: Session, toolbox: str) -> Snapshot:
     (a lazy server is started: a cached catalog may be stale)."""
     box = workbench.open(toolbox, lazy=False) if not workbench.is_open(toolbox) else workbench.opened(toolbox)
     for name, status in box.servers.items():
-        if status.status == "idle":
+        if status.status == IDLE:
             workbench.reconnect(f"{toolbox}/{name}")
     servers: dict[str, Any] = {}
     for name, status in workbench.opened(toolbox).servers.items():

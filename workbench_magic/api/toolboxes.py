@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from workbench_magic.vocabulary.errors import WorkbenchError, server_not_found
-from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo, ToolList, status_table_html, tools_table_html
+from workbench_magic.vocabulary.listings import (
+    IDLE,
+    ServerStatus,
+    ToolInfo,
+    ToolList,
+    status_table_html,
+    tools_table_html,
+)
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
@@ -151,7 +158,7 @@ class OpenedToolbox(Generic[W]):
     def _summary(self) -> str:
         servers = self.servers
         ok = sum(1 for s in servers.values() if s.connected)
-        idle = sum(1 for s in servers.values() if s.status == "idle")
+        idle = sum(1 for s in servers.values() if s.status == IDLE)
         tools = sum(s.tool_count for s in servers.values() if s.available)
         resting = f" ({idle} idle: not started, listed from their cached catalogs)" if idle else ""
         return f"Toolbox '{self.name}': {ok}/{len(servers)} servers connected{resting}, {tools} tools"

@@ -23,7 +23,7 @@ from workbench_magic.engine import schema, serverlog
 from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.catalog import same_tools
 from workbench_magic.engine.eras import MODERN, client_mode, discover
-from workbench_magic.engine.lazy import IDLE, Items, LazyStart, cached_list, catalog_lists
+from workbench_magic.engine.lazy import Items, LazyStart, cached_list, catalog_lists
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
@@ -39,7 +39,7 @@ from workbench_magic.vocabulary.errors import (
     leaf_exception,
     request_text,
 )
-from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo
+from workbench_magic.vocabulary.listings import IDLE, ServerStatus, ToolInfo
 from workbench_magic.vocabulary.masking import mask
 
 if TYPE_CHECKING:

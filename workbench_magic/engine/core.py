@@ -22,7 +22,7 @@ from workbench_magic.engine.catalog import CatalogCache
 from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
 from workbench_magic.engine.connection import Connection
 from workbench_magic.engine.jobs import Jobs
-from workbench_magic.engine.lazy import IDLE, LazyStart
+from workbench_magic.engine.lazy import LazyStart
 from workbench_magic.engine.runtime import current_channel
 from workbench_magic.engine.tasks import StatusCallback
 from workbench_magic.engine.wiretap import WireTap
@@ -44,12 +44,12 @@ from workbench_magic.vocabulary.events import (
     ToolboxClosed,
     ToolsChanged,
 )
-from workbench_magic.vocabulary.listings import CallRecord, ServerStatus, ToolAnswer, ToolInfo
+from workbench_magic.vocabulary.listings import AVAILABLE, CallRecord, ServerStatus, ToolAnswer, ToolInfo
 from workbench_magic.vocabulary.masking import mask, mask_value
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
     from workbench_magic.engine.connection import ListKind, ProgressCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
@@ -97,10 +97,6 @@ class _Box:
     connections: dict[str, Connection]
     open: bool = False
     state: BoxState | None = field(default=None, repr=False)
-
-
-_SHOWN = ("connected", IDLE)
-"""Statuses whose tools are known: a live server's, or an idle one's from its cached catalog."""
 
 
 def _strip(message: str, prefix: str) -> str:
@@ -194,7 +190,7 @@ class Core:
             description=box.description,
             open=box.open,
             servers=MappingProxyType({s: c.snapshot() for s, c in conns.items()}),
-            tools=MappingProxyType({s: c.tools for s, c in conns.items() if c.status in _SHOWN}),
+            tools=MappingProxyType({s: c.tools for s, c in conns.items() if c.status in AVAILABLE}),
         )
         states = {name: b.state for name, b in self._boxes.items() if b.state is not None}
         self.state = MappingProxyType(states)
@@ -253,7 +249,7 @@ class Core:
             results = await asyncio.gather(*(c.begin(force=force, lazy=lazy) for c in conns), return_exceptions=True)
         finally:
             if self._boxes.get(name) is box:
-                box.open = not conns or any(c.status in _SHOWN for c in conns)
+                box.open = not conns or any(c.status in AVAILABLE for c in conns)
                 self._publish(box)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
@@ -282,19 +278,17 @@ class Core:
             apps=options.render_apps,
             request_timeout=options.timeout,
             wire_tap=self.wire_tap,
-            lazy=None if live is not None else self._lazy_start(toolbox, server, settings),
+            lazy=None if live is not None else self._lazy_start(toolbox, server, config, settings),
         )
 
-    def _lazy_start(self, toolbox: str, server: str, settings: WorkbenchConfig) -> LazyStart:
+    def _lazy_start(self, toolbox: str, server: str, config: ServerConfig, settings: WorkbenchConfig) -> LazyStart:
         """The catalog cache and idle clock of a server (`WorkbenchConfig.lifecycle`)."""
         options = self.options
         lazy, idle = settings.lifecycle(toolbox, server, lazy_default=options.lazy_servers)
         if self.catalogs is None:
             self.catalogs = CatalogCache()
         facts = {"apps": options.render_apps, "sampling": options.sampling_handler is not None}
-        return LazyStart(
-            settings.server(toolbox, server), self.catalogs, lazy=lazy, idle_timeout=idle, client_facts=facts
-        )
+        return LazyStart(config, self.catalogs, lazy=lazy, idle_timeout=idle, client_facts=facts)
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
         """Add (or replace) a live server object and connect it; opens its toolbox if needed.
@@ -363,7 +357,7 @@ class Core:
             return await self.open(toolbox, settings)
         conns = [self.connection(toolbox, server)] if server else list(box.connections.values())
         await asyncio.gather(*(c.restart() for c in conns), return_exceptions=True)
-        box.open = any(c.status in _SHOWN for c in box.connections.values())
+        box.open = any(c.status in AVAILABLE for c in box.connections.values())
         self._publish(box)
         assert box.state is not None
         return box.state

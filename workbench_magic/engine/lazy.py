@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from workbench_magic.engine.catalog import Catalog, CatalogCache, same_tools
+from workbench_magic.engine.catalog import Catalog, CatalogCache
 from workbench_magic.engine.transports import all_pages
+from workbench_magic.vocabulary.listings import IDLE
 from workbench_magic.vocabulary.version import __version__
 
 if TYPE_CHECKING:
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.listings import ToolInfo
 
 logger = logging.getLogger("workbench_magic")
-
-IDLE = "idle"
-"""The status of a server shown from its cached catalog, with no process."""
 
 _IGNORED = {"timeout", "start", "idle_timeout"}
 """Config keys that change nothing the server lists: they stay out of the catalog's key."""
@@ -95,11 +93,10 @@ class LazyStart:
         instructions: str | None,
         lists: Any,
         secrets: frozenset[str],
-    ) -> bool:
+    ) -> None:
         """Keep the live catalog (tools now, the lists as `lists()` fetches them) and cache it when
-        it changed; returns whether the tools differ from the catalog shown before."""
+        it changed."""
         before = self.catalog
-        changed = before is None or not same_tools(before.tools, tools)
         catalog = Catalog(
             server_info=server_info,
             protocol=protocol,
@@ -120,7 +117,6 @@ class LazyStart:
             self.catalog = catalog
         if before is None or before != catalog:  # equality ignores when it was saved
             await asyncio.to_thread(self.cache.save, self.key, catalog, secrets)
-        return changed
 
     async def watch(self, busy: Callable[[], bool], rest: Callable[[], None], stop: asyncio.Event) -> None:
         """The idle clock of a running server: once it served nothing for `idle_timeout` (and
@@ -193,4 +189,4 @@ def cached_list(keeper: LazyStart | None, status: str, kind: str) -> list[Any] |
     return [models[kind].model_validate(item) for item in items]
 
 
-__all__ = ["IDLE", "Items", "LazyStart", "cached_list", "catalog_lists"]
+__all__ = ["Items", "LazyStart", "cached_list", "catalog_lists"]

@@ -10,10 +10,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.engine.lazy import IDLE
 from workbench_magic.engine.runtime import Channel
 from workbench_magic.vocabulary.errors import NotFoundError, WorkbenchError
-from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
+from workbench_magic.vocabulary.listings import AVAILABLE, PromptInfo, ResourceInfo
 from workbench_magic.vocabulary.results import ResourceResult
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ async def list_resources(conns: list[Connection]) -> list[ResourceInfo]:
     """Resources and resource templates (every page) of connected servers."""
     out: list[ResourceInfo] = []
     for conn in conns:
-        if conn.status not in ("connected", IDLE):  # an idle server lists from its cached catalog
+        if conn.status not in AVAILABLE:  # an idle server lists from its cached catalog
             continue
         for r in await conn.list_resources():
             out.append(ResourceInfo.from_sdk(conn.toolbox, conn.name, r, template=False))
@@ -43,7 +42,7 @@ async def list_prompts(conns: list[Connection]) -> list[PromptInfo]:
     return [
         PromptInfo.from_sdk(c.toolbox, c.name, p)
         for c in conns
-        if c.status in ("connected", IDLE)
+        if c.status in AVAILABLE
         for p in await c.list_prompts()
     ]
 

@@ -258,6 +258,12 @@ class ToolboxList(list[ToolboxInfo]):
         p.text(repr(self))
 
 
+IDLE = "idle"
+"""The status of a lazy server shown from its cached catalog, with no process (engine/lazy.py)."""
+AVAILABLE = ("connected", IDLE)
+"""Statuses whose tools are known: a live server's, or an idle one's from its cached catalog."""
+
+
 @dataclass(frozen=True)
 class ServerStatus:
     """State of one server connection of an opened toolbox."""
@@ -281,11 +287,11 @@ class ServerStatus:
     def available(self) -> bool:
         """Whether its tools are known: connected, or `idle` (listed from its cached catalog, not
         started; the first use starts it)."""
-        return self.status in ("connected", "idle")
+        return self.status in AVAILABLE
 
     def __repr__(self) -> str:
         detail = self.error if self.error else f"{self.tool_count} tools, protocol {self.protocol}"
-        if self.status == "idle":
+        if self.status == IDLE:
             detail += " (cached catalog, not started)"
         return f"{self.name}: {self.status} ({self.transport}) {detail}"
 
@@ -296,7 +302,7 @@ def status_table_html(servers: Iterable[ServerStatus]) -> str:
     for s in servers:
         color = {"connected": "#1b5e20", "failed": "#b00020", "idle": "#555"}.get(s.status, "#8a6d00")
         detail = esc(s.error) if s.error else f"{s.tool_count} tools, protocol {esc(s.protocol)}"
-        if s.status == "idle":
+        if s.status == IDLE:
             detail += " <i>(cached catalog, not started)</i>"
         rows.append(
             f"<tr><td><b>{esc(s.name)}</b></td><td style='color:{color}'>{esc(s.status)}</td>"
