@@ -124,3 +124,25 @@ def test_tutorials_page_links_every_notebook() -> None:
     page = (DOCS / "tutorials" / "index.md").read_text()
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         assert f"]({notebook.name})" in page, f"docs/tutorials/index.md: link {notebook.name}"
+
+
+def test_workbench_reference_lists_the_methods_of_its_parts() -> None:
+    """`Workbench` is made of parts (api/calling.py, records.py, ...): its reference entry lists their
+    public members as `inherited_members`, so each is documented on the `Workbench` page."""
+    import inspect
+
+    from workbench_magic.api.workbench import Workbench
+
+    parts = [cls for cls in Workbench.__mro__[1:] if cls.__module__.startswith("workbench_magic.")]
+    expected = {
+        name
+        for part in parts
+        for name, value in vars(part).items()
+        if not name.startswith("_")
+        and name not in vars(Workbench)
+        and (inspect.isfunction(value) or isinstance(value, property | staticmethod | classmethod))
+    }
+    page = (DOCS / "reference" / "python-api.md").read_text()
+    block = page.split("::: workbench_magic.api.workbench.Workbench", 1)[1].split(":::", 1)[0]
+    listed = set(re.findall(r"^ {8}- (\w+)$", block, re.MULTILINE))
+    assert listed == expected, f"missing: {sorted(expected - listed)}; not a member: {sorted(listed - expected)}"

@@ -85,7 +85,18 @@ def attribute_docstring(module: str, name: str) -> str | None:
 
 
 def public_members(cls: type) -> Iterator[tuple[str, Callable[..., Any]]]:
-    """The public methods and properties `cls` defines itself (not those of its bases: a library's)."""
+    """The public methods and properties `cls` defines itself or takes from its parts in this package
+    (`Workbench`'s calling.py, records.py, ...), not those of a library's base."""
+    seen: set[str] = set()
+    for part in cls.__mro__:
+        if part is cls or part.__module__.startswith("workbench_magic."):
+            for name, value in _public(part):
+                if name not in seen:
+                    seen.add(name)
+                    yield name, value
+
+
+def _public(cls: type) -> Iterator[tuple[str, Callable[..., Any]]]:
     for name, value in vars(cls).items():
         if name.startswith("_"):
             continue
@@ -111,7 +122,7 @@ def documented() -> Iterator[tuple[str, Any, Callable[..., Any] | None]]:
             if inspect.isfunction(init) and own_docstring(init):
                 yield f"{name}.__init__", init, init
             for member, function in public_members(obj):
-                is_property = isinstance(vars(obj)[member], property)
+                is_property = isinstance(inspect.getattr_static(obj, member), property)
                 yield f"{name}.{member}", function, None if is_property else function
         elif callable(obj):
             yield name, obj, obj

@@ -173,3 +173,111 @@ def _log_failure(call: concurrent.futures.Future[None]) -> None:
     """Background work nobody waits for: its failure goes to the log, not to nowhere."""
     if not call.cancelled() and call.exception() is not None:
         logger.warning("servers could not be told the roots changed: %s", call.exception())
+
+
+class ClientFeatureMethods:
+    """`Workbench`'s client side of MCP: each delegates to its `ClientFeatures`."""
+
+    _client: ClientFeatures
+
+    @property
+    def sampling_handler(self) -> SamplingHandler | None:
+        """`fn(messages, params)` answering servers' sampling requests, or `"ask"` the person.
+
+        The function returns a str, a dict or a `CreateMessageResult`; with `"ask"` the person writes
+        the reply, where the call was made. Sampling is advertised only while one is set (connections
+        made before get it at their next reconnect). Setting anything else raises `UsageError`.
+        """
+        return self._client.sampling_handler
+
+    @sampling_handler.setter
+    def sampling_handler(self, handler: SamplingHandler | None) -> None:
+        self._client.sampling_handler = handler
+
+    @property
+    def elicitation_handler(self) -> ElicitationHandler | None:
+        """None: ask the person; `fn(message, schema)`; or a dict of canned answers.
+
+        A function returns a dict (accept), None (decline) or an `ElicitResult`; canned answers are
+        always accepted. Setting anything else raises `UsageError`.
+        """
+        return self._client.elicitation_handler
+
+    @elicitation_handler.setter
+    def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
+        self._client.elicitation_handler = handler
+
+    @property
+    def roots(self) -> list[str]:
+        """The roots servers are told (file:// URIs); `[]` until set: servers keep their own.
+
+        The capability is declared either way; no roots are offered until set, so servers keep their
+        configured directories. Set it to a path, a URI, or a list of them.
+        """
+        return self._client.roots
+
+    @roots.setter
+    def roots(self, roots: list[str] | tuple[str, ...] | str) -> None:
+        self._client.roots = roots
+
+    def set_server_log_level(self, target: str, level: str) -> None:
+        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox.
+
+        Handshake-era connections change at once, 2026-07-28 ones at their next connect.
+
+        Args:
+            target: a toolbox, or `toolbox/server`.
+            level: one of MCP's levels: `debug`, `info`, `notice`, `warning`, `error`, `critical`,
+                `alert`, `emergency`.
+
+        Raises:
+            UsageError: `level` is not one of them.
+            NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
+        """
+        self._client.set_server_log_level(target, level)
+
+    def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
+        """The roots of one server or of every server of a toolbox; None: back to the config's.
+
+        Handshake-era servers are told at once.
+
+        Args:
+            target: a toolbox, or `toolbox/server`.
+            roots: a path, a URI, or a list of them; None goes back to the config's (or `wb.roots`).
+
+        Raises:
+            NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
+        """
+        self._client.set_roots(target, roots)
+
+    def set_roots_source(self, source: RootsSource | None) -> None:
+        """Where servers that follow the client's roots get them between calls (None: `wb.roots`).
+
+        For `serve`'s stdio face: its one client. A server's own roots (config, `set_roots`) still
+        win, and a call's client is asked during its call.
+
+        Args:
+            source: what gives the roots, or None to go back to `wb.roots`.
+        """
+        self._client.set_roots_source(source)
+
+    def roots_source_changed(self) -> None:
+        """The source's roots changed (from any thread): the servers that follow them are told.
+
+        Handshake-era servers get `roots/list_changed`; 2026-07-28 ones ask per request.
+        """
+        self._client.roots_source_changed()
+
+    def logout(self, target: str) -> list[str]:
+        """Forget the stored OAuth tokens of a server or of a toolbox's; the servers that had some.
+
+        The registered client is forgotten too. A connection already open keeps its session until it
+        is closed or reconnected; the next connect asks the person to authorize again.
+
+        Args:
+            target: one server (`toolbox/server`), or a toolbox (every OAuth server of it).
+
+        Returns:
+            The names of the servers that had stored tokens.
+        """
+        return self._client.logout(target)

@@ -157,3 +157,111 @@ class ServerFeatures:
             return await server_features.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
 
         return self._loop.run(contained(start()))  # type: ignore[no-any-return]
+
+
+class ServerFeatureMethods:
+    """`Workbench`'s resources, prompts, completions and watches: each delegates to its `ServerFeatures`."""
+
+    _server: ServerFeatures
+
+    def resources(self, target: str | None = None) -> list[ResourceInfo]:
+        """Resources and resource templates (every page) of open toolboxes, a toolbox, or a server.
+
+        Args:
+            target: None (every open toolbox), a toolbox (opened if needed), or `toolbox/server`.
+
+        Returns:
+            One `ResourceInfo` per resource and per template (`.template` tells them apart).
+        """
+        return self._server.resources(target)
+
+    def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
+        """Read a resource from `toolbox/server`; a template URI is expanded with `variables`.
+
+        Args:
+            target: the server, `toolbox/server` (its toolbox is opened if needed).
+            uri: the resource's URI, or a resource template's.
+            timeout: seconds the read may take (None: the workbench's `timeout`).
+            **variables: the values of a template's variables.
+
+        Returns:
+            What the server sent: `.text`, `.contents`, `.data` (the text parsed as JSON), `.raw`.
+
+        Raises:
+            NotFoundError: `target` does not name a server.
+            RequestError: the server failed the read (`CallTimeoutError` past `timeout`).
+
+        Example:
+            ```python
+            wb.read_resource("demo/datasets", "dataset://index").data
+            wb.read_resource("demo/datasets", "dataset://{name}", name="penguins").text
+            ```
+        """
+        return self._server.read_resource(target, uri, timeout=timeout, **variables)
+
+    def prompts(self, target: str | None = None) -> list[PromptInfo]:
+        """Prompts of open toolboxes, a toolbox, or a server.
+
+        Args:
+            target: None (every open toolbox), a toolbox (opened if needed), or `toolbox/server`.
+
+        Returns:
+            One `PromptInfo` per prompt, with its arguments.
+        """
+        return self._server.prompts(target)
+
+    def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
+        """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`.
+
+        Args:
+            identifier: the prompt, named like a tool (`toolbox/server/prompt`).
+            arguments: the prompt's arguments; values that are not strings are sent as `str(value)`.
+
+        Returns:
+            The rendered prompt: `.messages` as (role, text) pairs, `.text`, `.raw`.
+
+        Raises:
+            InvalidIdentifierError: `identifier` cannot be parsed.
+            RequestError: the server failed the request.
+        """
+        return self._server.get_prompt(identifier, arguments)
+
+    def complete(
+        self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Completions for a prompt argument (`ref="prompt:NAME"`) or a template variable (`ref=URI`).
+
+        Args:
+            target: the server, `toolbox/server`.
+            ref: `"prompt:NAME"` for a prompt's argument, or a resource template's URI.
+            argument: the argument's or the template variable's name.
+            value: what has been typed so far.
+            context: the values of the other arguments already chosen.
+
+        Returns:
+            The values the server offers; `[]` when it offers none, or takes longer than half a second.
+        """
+        return self._server.complete(target, ref, argument, value, context)
+
+    def watch(
+        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
+    ) -> server_features.ResourceWatch:
+        """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`.
+
+        `callback(value)` runs on each update (in a kernel, on its event loop; else in a worker thread).
+
+        Args:
+            target: the server, `toolbox/server`.
+            uri: the resource's URI.
+            callback: called with each new `ResourceResult`.
+
+        Returns:
+            The watch: `.value` (the latest read), `.updates` (how many updates arrived), `.close()`.
+
+        Example:
+            ```python
+            watch = wb.watch("demo/notes", "notes://count", lambda value: print(value.text))
+            watch.close()
+            ```
+        """
+        return self._server.watch(target, uri, callback)

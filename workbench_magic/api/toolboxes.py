@@ -23,8 +23,8 @@ from workbench_magic.vocabulary.listings import (
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.engine.connection import ProgressCallback
     from workbench_magic.engine.core import BoxState
+    from workbench_magic.engine.requesting import ProgressCallback
 
 
 class ToolboxHost(Protocol):

@@ -20,7 +20,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.cassette import Cassette, CassetteError, Recorder, Replay, tool_info
-from workbench_magic.engine.connection import Connection, ProgressCallback
+from workbench_magic.engine.connection import Connection
+from workbench_magic.engine.requesting import ProgressCallback
 from workbench_magic.engine.tasks import StatusCallback
 from workbench_magic.vocabulary.errors import ConnectError
 from workbench_magic.vocabulary.masking import mask_value

@@ -1,5 +1,8 @@
 """One downstream MCP server: its owner task, tool list, notifications and stderr log.
 
+This module holds its state and lifecycle; its parts are the requests it sends (requesting.py)
+and what its server tells it unasked (listening.py).
+
 Each `Connection` runs on the workbench's event-loop thread. A single long-lived owner task
 enters `mcp.Client` and exits it in the same task (anyio cancel scopes demand it); requests
 are sent from other tasks on the same loop through the entered client.
@@ -11,33 +14,28 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from workbench_magic.engine import schema, serverlog
-from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.catalog import same_tools
 from workbench_magic.engine.eras import MODERN, client_mode, discover
-from workbench_magic.engine.lazy import Items, LazyStart, cached_list, catalog_lists
+from workbench_magic.engine.lazy import LazyStart
+from workbench_magic.engine.listening import Listening, ListKind
+from workbench_magic.engine.requesting import InFlight, Requesting
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
-from workbench_magic.engine.serverlog import JUNK_LINES, StderrLog, install_parse_filter, junk_line
+from workbench_magic.engine.serverlog import StderrLog, install_parse_filter
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
-from workbench_magic.engine.tasks import MODERN_TASKS, ClientTasks, StatusCallback, call_as_task
-from workbench_magic.engine.transports import AT_ONCE, StopPolicy, all_pages, handshake_era, make_transport
+from workbench_magic.engine.tasks import ClientTasks
+from workbench_magic.engine.transports import AT_ONCE, StopPolicy, handshake_era, make_transport
 from workbench_magic.engine.wiretap import WireTap, tapped
 from workbench_magic.vocabulary.errors import (
     ConnectError,
-    TaskRequiredError,
-    WorkbenchError,
     connect_text,
     describe_exception,
     leaf_exception,
-    request_text,
 )
 from workbench_magic.vocabulary.listings import IDLE, ServerStatus, ToolInfo
 from workbench_magic.vocabulary.masking import mask
@@ -50,18 +48,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("workbench_magic")
 
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-ListKind = Literal["resources", "prompts"]
-"""A list whose changes `Connection(on_list_changed=...)` hears (tools have `on_tools_changed`)."""
-
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
-
-
-@dataclass(eq=False)
-class _InFlight:
-    channel: Channel | None
-    scope: anyio.CancelScope | None
 
 
 def _owner_context() -> contextvars.Context:
@@ -75,7 +63,7 @@ def _owner_context() -> contextvars.Context:
     return context
 
 
-class Connection:
+class Connection(Requesting, Listening):
     """A connection to one server of one toolbox; lives on the workbench loop thread.
 
     Status goes `connecting` -> `connected` | `failed`; a connected server whose transport
@@ -147,7 +135,7 @@ class Connection:
         """Whether the latest tool call was answered from a cassette (cassette_deck.py's `ReplayConnection`)."""
         self.request_timeout = request_timeout
         """Seconds a listing may take (calls, reads and prompts are given theirs)."""
-        self._in_flight: list[_InFlight] = []
+        self._in_flight: list[InFlight] = []
         self.subscriptions = ResourceSubscriptions(self)
         self.client_tasks = ClientTasks(sampling=False)
         """The tasks this client runs for the server's requests (replaced with each session)."""
@@ -522,290 +510,6 @@ class Connection:
         self.log_level = level
         if self._client is not None and self.status == "connected":
             await self._request_log_level(self._client)
-
-    # ---- tools and notifications ----------------------------------------------------
-    @property
-    def modern(self) -> bool:
-        """Whether the connection speaks 2026-07-28 (`server/discover`) or later."""
-        return bool(self.protocol and self.protocol >= "2026-07-28")
-
-    async def _refresh_tools(self) -> None:
-        client = self._client
-        if client is None:
-            return
-        tools = await all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass"), "tools")
-        self.all_tool_names = [t.name for t in tools]
-        self.tools = tuple(ToolInfo.from_sdk(self.toolbox, self.name, t) for t in tools if self.config.allows(t.name))
-        # Schemas are compiled now (microseconds each), so a first call costs what a later one does.
-        schema.compile_input_schemas(self.tools)
-        schema.prime_output_validators(client.session, {t.name: t.output_schema for t in tools if t.output_schema})
-
-    def _tools_changed(self) -> None:
-        self.tool_list_changes += 1
-        if self._refresh_wanted is not None:
-            self._refresh_wanted.set()
-
-    async def _refresher(self) -> None:
-        assert self._refresh_wanted is not None
-        while True:
-            await self._refresh_wanted.wait()
-            self._refresh_wanted.clear()
-            try:
-                await self._refresh_tools()
-            except Exception as exc:
-                logger.debug("tool refresh of %s/%s failed: %s", self.toolbox, self.name, exc)
-                continue
-            self._changed()
-            self._announce_tools()
-            if self.lazy is not None and self.lazy.keeps_catalog:
-                await self._keep_catalog()
-
-    def _announce_tools(self) -> None:
-        if self._on_tools_changed is not None:
-            self._on_tools_changed(self)
-
-    async def _keep_catalog(self) -> None:
-        """Keep (and cache) the live catalog: the tools now, the resource and prompt lists fetched."""
-        assert self.lazy is not None
-        client, caps, limit = self._client, self.capabilities, self.request_timeout
-
-        async def lists() -> tuple[Items, Items, Items]:
-            if client is None:
-                raise ConnectError(self.failure_message("the session ended"))
-            return await catalog_lists(client, caps, limit)
-
-        await self.lazy.capture(self.tools, self.server_info, self.protocol, self.instructions, lists, self.secrets)
-
-    async def _idle_watch(self, stop: asyncio.Event) -> None:
-        assert self.lazy is not None
-        await self.lazy.watch(lambda: bool(self._in_flight) or bool(self.subscriptions), self._rest, stop)
-
-    async def _keep_log_small(self) -> None:
-        while True:
-            await asyncio.sleep(serverlog.LOG_CHECK_INTERVAL)
-            self.log.trim()
-
-    async def _listen(self) -> None:
-        """2026-07-28 connections: list changes arrive on a `subscriptions/listen` stream."""
-        from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
-
-        client = self._client
-        caps = self.capabilities
-        tools, prompts, resources = (bool(getattr(caps, kind, None)) for kind in ("tools", "prompts", "resources"))
-        if client is None or not (tools or prompts or resources):
-            return
-        try:
-            async with client.listen(
-                tools_list_changed=tools, prompts_list_changed=prompts, resources_list_changed=resources
-            ) as sub:
-                async for event in sub:
-                    if isinstance(event, ToolsListChanged):
-                        self._tools_changed()
-                    elif isinstance(event, ResourcesListChanged):
-                        self._list_changed("resources")
-                    elif isinstance(event, PromptsListChanged):
-                        self._list_changed("prompts")
-        except Exception as exc:
-            logger.debug("listen on %s/%s ended: %s", self.toolbox, self.name, exc)
-
-    def _list_changed(self, what: ListKind) -> None:
-        """The server's resource or prompt list changed: tell `on_list_changed` (lists are never
-        cached, so there is nothing to fetch here)."""
-        if self._on_list_changed is not None:
-            self._on_list_changed(self, what)
-
-    async def _on_message(self, message: Any) -> None:
-        from mcp_types import ToolListChangedNotification
-
-        if isinstance(message, Exception):  # a stdout line that is not JSON-RPC; the session goes on
-            line = junk_line(message)
-            self.stdout_junk = [*self.stdout_junk[-(JUNK_LINES - 1) :], line]
-            self.log.mark(f"stdout, not JSON-RPC: {line}")
-            return
-
-        from mcp_types import (
-            PromptListChangedNotification,
-            ResourceListChangedNotification,
-            ResourceUpdatedNotification,
-        )
-
-        # On 2026-07-28 connections the same events also reach the listen streams (the SDK tees
-        # them): they are acted on there only.
-        if self.modern:
-            return
-        if isinstance(message, ToolListChangedNotification):
-            self._tools_changed()
-        elif isinstance(message, ResourceUpdatedNotification):
-            self.subscriptions.updated(str(message.params.uri))
-        elif isinstance(message, ResourceListChangedNotification | PromptListChangedNotification):
-            self._list_changed("resources" if isinstance(message, ResourceListChangedNotification) else "prompts")
-
-    # ---- requests -------------------------------------------------------------------
-    def client(self) -> Client:
-        if self._client is None or self.status != "connected":
-            raise ConnectError(self.failure_message(self.error or f"server is {self.status}"))
-        return self._client
-
-    def connection_lost(self) -> None:
-        """A request saw the transport close: the next request reconnects."""
-        if self.status == "connected":
-            self._set("disconnected", "connection closed")
-            if self._stop is not None:
-                self._stop.set()
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        *,
-        timeout: float | None,
-        progress: ProgressCallback | None = None,
-        task: bool = False,
-        on_status: StatusCallback | None = None,
-    ) -> Any:
-        """Send `tools/call`; cancellation (timeout, interrupt) cancels it on the server.
-
-        `task`: run it as an MCP task (tasks.py), `on_status` hearing each status."""
-        await self.ensure_connected()
-        client = self.client()
-
-        callback = progress
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if callback is not None:
-                out = callback(progress, total, message)
-                if asyncio.iscoroutine(out):
-                    await out
-
-        with self._request("call", name, timeout):
-            if task:
-                if self.modern:
-                    raise TaskRequiredError(f"{request_text('call', name, self.name, self.toolbox)}: {MODERN_TASKS}")
-                answer = on_progress if progress is not None else None
-                return await call_as_task(client.session, name, arguments, on_status=on_status, progress=answer)
-            return await client.call_tool(
-                name, arguments, progress_callback=on_progress if progress is not None else None
-            )
-
-    @contextlib.contextmanager
-    def _request(self, kind: str, name: str, timeout: float | None) -> Iterator[None]:
-        """One request to the server: its time limit, its place among the requests in flight, and
-        the one boundary where its SDK and transport failures become workbench errors
-        (boundary.py); a lost connection is marked, so the next request reconnects."""
-        limit = timeout if timeout and timeout > 0 else None
-        error: WorkbenchError | None = None
-        try:
-            with anyio.fail_after(limit) as scope, self._serving(scope):
-                yield
-        except Exception as exc:
-            error, lost = failure(exc, kind=kind, name=name, server=self.name, toolbox=self.toolbox, limit=limit)
-            if lost:
-                self.connection_lost()
-        if error is not None:  # raised here, outside the handler: no chain (ipykernel and groups)
-            if self.secrets:
-                error.args = (mask(str(error), self.secrets),)
-            raise error
-
-    @contextlib.contextmanager
-    def _serving(self, scope: anyio.CancelScope | None = None) -> Iterator[None]:
-        """Mark a request in flight: server requests that arrive meanwhile reach its caller."""
-        entry = _InFlight(current_channel.get(), scope)
-        self._in_flight.append(entry)
-        if self.lazy is not None:
-            self.lazy.used()
-        try:
-            yield
-        finally:
-            self._in_flight.remove(entry)
-            if self.lazy is not None:
-                self.lazy.used()
-
-    @contextlib.asynccontextmanager
-    async def waiting_on_the_person(self) -> AsyncIterator[None]:
-        """While the person answers, the calls in flight on this server do not time out; their
-        deadlines move on by the time it took."""
-        paused = [(e.scope, e.scope.deadline) for e in self._in_flight if e.scope is not None]
-        for scope, _ in paused:
-            scope.deadline = math.inf
-        started = anyio.current_time()
-        try:
-            yield
-        finally:
-            waited = anyio.current_time() - started
-            for scope, deadline in paused:
-                scope.deadline = deadline + waited
-
-    async def list_resources(self) -> list[Any]:
-        if (cached := cached_list(self.lazy, self.status, "resources")) is not None:
-            return cached
-        await self.ensure_connected()
-        if not getattr(self.capabilities, "resources", None):
-            return []
-        client = self.client()
-        with self._request("list", "resources", self.request_timeout):
-            return await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
-
-    async def list_resource_templates(self) -> list[Any]:
-        if (cached := cached_list(self.lazy, self.status, "resource_templates")) is not None:
-            return cached
-        await self.ensure_connected()
-        if not getattr(self.capabilities, "resources", None):
-            return []
-        client = self.client()
-        with self._request("list", "resource templates", self.request_timeout):
-            return await all_pages(
-                lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass"), "resource_templates"
-            )
-
-    async def complete(
-        self, ref: Any, argument: str, value: str, context: dict[str, str] | None, timeout: float
-    ) -> list[str]:
-        """Completion values from the server (none when it does not offer completions)."""
-        await self.ensure_connected()
-        if not getattr(self.capabilities, "completions", None):
-            return []
-        client = self.client()
-        with self._request("complete", f"'{argument}' of {_reference(ref)}", timeout):
-            result = await client.complete(ref, {"name": argument, "value": value}, context or None)
-        return list(result.completion.values)
-
-    # ---- resource subscriptions --------------------------------------------------------
-    async def watch_resource(self, uri: str, on_update: Callable[[], None]) -> None:
-        """Call `on_update()` (loop thread) whenever the server says `uri` changed (again after
-        a reconnect)."""
-        await self.ensure_connected()
-        await self.subscriptions.add(uri, on_update)
-
-    async def unwatch_resource(self, uri: str, on_update: Callable[[], None]) -> None:
-        await self.subscriptions.remove(uri, on_update)
-
-    async def read_resource(self, uri: str, timeout: float | None) -> Any:
-        await self.ensure_connected()
-        client = self.client()
-        with self._request("read", uri, timeout):
-            return await client.read_resource(uri)
-
-    async def list_prompts(self) -> list[Any]:
-        if (cached := cached_list(self.lazy, self.status, "prompts")) is not None:
-            return cached
-        await self.ensure_connected()
-        if not getattr(self.capabilities, "prompts", None):
-            return []
-        client = self.client()
-        with self._request("list", "prompts", self.request_timeout):
-            return await all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
-
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None, timeout: float | None) -> Any:
-        await self.ensure_connected()
-        client = self.client()
-        with self._request("prompt", name, timeout):
-            return await client.get_prompt(name, arguments)
-
-
-def _reference(ref: Any) -> str:
-    """A completion reference as the failure names it: `prompt 'p'` or `template 'uri'`."""
-    name = getattr(ref, "name", None)
-    return f"prompt '{name}'" if name is not None else f"template '{getattr(ref, 'uri', ref)}'"
 
 
 def _missed(policy: StopPolicy, handshake: anyio.CancelScope) -> None:

@@ -50,7 +50,8 @@ from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
-    from workbench_magic.engine.connection import ListKind, ProgressCallback
+    from workbench_magic.engine.listening import ListKind
+    from workbench_magic.engine.requesting import ProgressCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
 logger = logging.getLogger("workbench_magic")

@@ -1,0 +1,339 @@
+"""`Workbench`'s calls: `call`, `acall`, `submit`, `map`, and long-running work (`start`, `tasks`).
+
+Each call is one coroutine on the loop thread (`_acall`): the core's one lookup, the argument
+check, the call, and the MCP App view of a UI tool. The sync methods wait for it here; the
+handles of started work are in tasks.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from workbench_magic.api.asking import awaited_asker, waiting_channel
+from workbench_magic.api.batches import Batch, run_batch
+from workbench_magic.api.facade import Facade
+from workbench_magic.api.server_features import parse_identifier
+from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
+from workbench_magic.engine.runtime import Call, Channel, LoopChannel
+from workbench_magic.vocabulary.errors import NotFoundError, WorkbenchError, task_not_found
+from workbench_magic.vocabulary.results import ToolResult
+
+if TYPE_CHECKING:
+    from workbench_magic.api.apps import AppHost, HostWorkbench
+    from workbench_magic.engine.jobs import Job
+    from workbench_magic.engine.requesting import ProgressCallback
+    from workbench_magic.engine.tasks import StatusCallback
+    from workbench_magic.vocabulary.listings import ToolInfo
+
+
+# Schema checks load jsonschema-rs: import them on first use, so `%load_ext` stays fast.
+def _check_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
+    from workbench_magic.engine.schema import validate_arguments as validate
+
+    validate(tool, arguments)
+
+
+class Calling(Facade):
+    """`Workbench`'s calls and started work."""
+
+    def _app_host(self) -> AppHost:
+        from workbench_magic.api.apps import AppHost
+
+        # The whole `Workbench` is the host: its lookups, reads and events are in its other parts.
+        return AppHost(cast("HostWorkbench", self), self._core, self._loop)
+
+    def call(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        server_log: Callable[[str], None] | None = None,
+    ) -> ToolResult:
+        """Call a tool and wait for its `ToolResult` (a tool error is in `.is_error`, not raised).
+
+        `progress(progress, total, message)` is called in this thread for each progress
+        notification, `server_log(line)` for each log message at warning or above the server sends
+        meanwhile. A server's questions (elicitation) are asked here, with `input()`, unless
+        `elicitation_handler` answers them. Ctrl-C / kernel interrupt cancels the call on the server.
+        A configured toolbox that is not open is opened first.
+
+        Args:
+            identifier: the tool: `"toolbox/server/tool"`, `"toolbox__server__tool"`, a mapping, a
+                `ToolIdentifier` or a `ToolInfo`.
+            arguments: the tool's arguments (None: none); checked against its input schema first
+                when `validate_arguments` is on.
+            timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
+            progress: called with each progress notification.
+            server_log: called with each log line at warning or above.
+
+        Returns:
+            The tool's answer: `.data`, `.text`, `.is_error`, `.to_pandas()`, ...
+
+        Raises:
+            InvalidIdentifierError: `identifier` cannot be parsed.
+            NotFoundError: no such toolbox, server or tool.
+            ConnectError: the server could not connect.
+            ArgumentError: the arguments do not fit the tool's input schema; nothing was sent.
+            CallTimeoutError: the call ran past its time limit and was cancelled on the server.
+            ToolError: the call failed (transport, protocol error, lost connection).
+            UrlElicitationRequired: the server needs the person to visit links first (`.urls`).
+
+        Example:
+            ```python
+            result = wb.call("demo/datasets/query", {"dataset": "penguins", "limit": 5})
+            result.data["total"]
+            result.to_pandas()
+
+            def told(done, total, message):
+                print(f"{done}/{total}: {message}")
+
+            wb.call("demo/datasets/profile", {"dataset": "penguins"}, progress=told)
+            ```
+        """
+        try:
+            return self._run(  # type: ignore[no-any-return]
+                self._acall(identifier, arguments, timeout, progress), waiting_channel(server_log)
+            )
+        except KeyboardInterrupt as exc:
+            self._interrupted(exc, identifier, arguments)
+            raise
+
+    def submit(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        channel: Channel | None = None,
+    ) -> Call[ToolResult]:
+        """Start a call and return at once (for widgets): `future.cancel()` cancels it on the server.
+
+        `progress` runs on `channel`'s thread (on the loop thread without one); done-callbacks
+        of the future run on the loop thread. The future settles only after the call has ended
+        (also when cancelled).
+
+        Args:
+            identifier: the tool, as `call` takes it.
+            arguments: the tool's arguments.
+            timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
+            progress: called with each progress notification.
+            channel: where `progress` and the server's questions run.
+
+        Returns:
+            The call's future, settling with its `ToolResult` or its error.
+        """
+        return self._loop.spawn(self._acall(identifier, arguments, timeout, progress), channel)
+
+    async def acall(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        channel: Channel | None = None,
+    ) -> ToolResult:
+        """`call` for `await` (from the kernel's loop or any other).
+
+        `progress` runs on the caller's loop, or on `channel`'s when one is given (where the server's
+        questions go too).
+
+        Args:
+            identifier: the tool, as `call` takes it.
+            arguments: the tool's arguments.
+            timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
+            progress: called with each progress notification.
+            channel: where `progress` and the server's questions run (None: the caller's loop).
+
+        Returns:
+            The tool's answer (a tool error is in `.is_error`, not raised).
+
+        Raises:
+            WorkbenchError: as `call` raises them.
+
+        Example:
+            ```python
+            result = await wb.acall("demo/datasets/query", {"dataset": "penguins"})
+            ```
+        """
+        if channel is None and not self._loop.in_loop():
+            channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+        try:
+            return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
+        except asyncio.CancelledError as exc:
+            self._interrupted(exc, identifier, arguments)
+            raise
+
+    def map(
+        self,
+        target: Any,
+        rows: Any,
+        *,
+        concurrency: int = 8,
+        timeout: float | None = None,
+        progress: bool = True,
+    ) -> Batch:
+        """Call one tool once per row, at most `concurrency` calls at once; a `Batch` in row order.
+
+        Rows are argument mappings, or a DataFrame's lines. A progress bar shows meanwhile
+        (`progress=False`: none). A tool error stays that row's result (`.is_error`); a row whose
+        call raised (a timeout, arguments that do not fit) holds an error result with what was raised
+        as its text, its error in `Batch.errors`: neither stops the batch. `timeout` is per call.
+        Ctrl-C / kernel interrupt cancels the calls still running, on the server.
+
+        Args:
+            target: the tool, as `call` takes it.
+            rows: an iterable of argument mappings, or a DataFrame (one row per line; numpy values become
+                Python ones, NaN / NA / NaT None, dates ISO text).
+            concurrency: how many calls run at once (at least 1).
+            timeout: seconds each call may take.
+            progress: whether to show a progress bar (a widget in a kernel, text on stderr elsewhere).
+
+        Returns:
+            One `ToolResult` per row, in row order.
+
+        Raises:
+            UsageError: `rows` are not mappings, or `concurrency` is below 1; nothing ran.
+            InvalidIdentifierError: `target` cannot be parsed.
+            NotFoundError: the tool does not exist (raised as `call` would, before any row is answered).
+            ConnectError: the server could not connect (likewise).
+
+        Example:
+            ```python
+            batch = wb.map("demo/datasets/describe_dataset", [{"name": n} for n in ("penguins", "sales")])
+            batch.errors  # {} when no call raised
+            batch.to_pandas()
+            ```
+        """
+        return run_batch(
+            self._acall, self._run, target, rows, concurrency=concurrency, timeout=timeout, progress=progress
+        )
+
+    def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
+        """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
+        if not self.render_apps:
+            return
+        from workbench_magic.api.apps import give_cancelled_view
+
+        try:
+            ident = parse_identifier(identifier)
+        except WorkbenchError:
+            return
+        give_cancelled_view(exc, self._app_host(), ident, dict(arguments or {}), "The call was interrupted")
+
+    async def _acall(
+        self,
+        identifier: Any,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        *,
+        prefer_task: bool = False,
+        on_status: StatusCallback | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolResult:
+        ident = parse_identifier(identifier)
+        args = dict(arguments or {})
+        call = self._core.call(
+            ident,
+            args,
+            timeout,
+            progress,
+            self.settings,
+            _check_arguments,
+            prefer_task=prefer_task,
+            on_status=on_status,
+            on_progress=on_progress,
+        )
+        if not self.render_apps:
+            return await call
+        from workbench_magic.api.apps import with_view
+
+        return await with_view(call, self._app_host(), ident, args)
+
+    # ---- long-running work (api/tasks.py) ---------------------------------------------------
+    def start(
+        self,
+        target: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> TaskHandle:
+        """Start a call and return its `TaskHandle` at once.
+
+        It is an MCP task where the server runs the tool as one (`execution.taskSupport` required or
+        optional), else a call in the background. `handle.result()` waits, `handle.cancel()` stops it
+        (on the server too), `await handle` works on any loop; `wb.tasks()` lists the session's
+        handles. In a kernel the server's questions and `progress` reach this cell's loop; elsewhere
+        questions go to `elicitation_handler` (else they are declined).
+
+        Args:
+            target: the tool, as `call` takes it.
+            arguments: the tool's arguments.
+            timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
+            progress: called with each progress notification.
+
+        Returns:
+            The handle of the started work (`t1`, `t2`, ... in this session).
+
+        Raises:
+            InvalidIdentifierError: `target` cannot be parsed (other failures end the task: `failed`).
+
+        Example:
+            ```python
+            handle = wb.start("demo/datasets/profile", {"dataset": "weather"})
+            handle.status  # "working"
+            result = handle.result(timeout=60)
+            ```
+        """
+        ident = parse_identifier(target)
+        args = dict(arguments or {})
+        channel: Channel | None = None
+        try:
+            channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+        except RuntimeError:
+            pass
+        core, loop = self._core, self._loop
+
+        def begin() -> Job:
+            job = core.jobs.new(ident, args)
+            start_job(
+                job,
+                lambda: self._acall(
+                    ident, args, timeout, progress, prefer_task=True, on_status=following(job), on_progress=noting(job)
+                ),
+                loop,
+                channel,
+            )
+            return job
+
+        return handle_of(loop.run_sync(begin), loop)
+
+    def tasks(self) -> TaskList:
+        """This session's `TaskHandle`s (`wb.start`), running first; a line each."""
+        core, loop = self._core, self._loop
+        return TaskList(handle_of(job, loop) for job in loop.run_sync(core.jobs.listing))
+
+    def task(self, id: str) -> TaskHandle:
+        """The handle of task `id` (`t1`).
+
+        Args:
+            id: the session's id of the task.
+
+        Returns:
+            Its handle.
+
+        Raises:
+            NotFoundError: no task `id` in this session.
+        """
+        core, loop = self._core, self._loop
+        job = loop.run_sync(lambda: core.jobs.get(id))
+        if job is None:
+            raise NotFoundError(task_not_found(id, [h.id for h in self.tasks()]))
+        return handle_of(job, loop)

@@ -1,0 +1,229 @@
+"""`Workbench`'s records of a session: traces of the wire, cassettes, and exports.
+
+`trace` records JSON-RPC messages (tracing.py), `record`/`replay` use the cassette deck
+(engine/cassette_deck.py), `export_notebook`/`export_tests` write the session out
+(exporting.py, regression.py), and `snapshot`/`diff` compare a toolbox's surface over time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
+
+from workbench_magic.api import exporting
+from workbench_magic.api.facade import Facade
+from workbench_magic.api.server_features import parse_target
+from workbench_magic.api.tracing import Trace
+from workbench_magic.engine.cassette_deck import Recording
+from workbench_magic.engine.wiretap import TRACE_LIMIT
+
+if TYPE_CHECKING:
+    from workbench_magic.api.regression import Session
+    from workbench_magic.vocabulary.listings import CallRecord
+    from workbench_magic.vocabulary.surface import Diff, Snapshot
+
+
+class Records(Facade):
+    """`Workbench`'s traces, cassettes, exports, snapshots and diffs."""
+
+    def _session(self) -> Session:
+        # The whole `Workbench` is the session: its history, toolboxes and listings are its other parts.
+        return cast("Session", self)
+
+    # ---- the protocol on the wire (api/tracing.py) -----------------------------------------
+    def trace(self, target: str | None = None, *, limit: int = TRACE_LIMIT) -> Trace:
+        """Record every JSON-RPC message between the workbench and the servers `target` names.
+
+        Recording goes on until `.stop()` or the end of `with wb.trace() as t:`; at most `limit`
+        messages are kept, the oldest dropped first.
+
+        Args:
+            target: None (every server), a toolbox, or `toolbox/server`.
+            limit: the most messages kept.
+
+        Returns:
+            The trace: `.messages`, `.to_json(path)`; it shows as a sequence diagram (HTML) or as text.
+
+        Raises:
+            NotFoundError: `target` names a toolbox or server that does not exist.
+            InvalidIdentifierError: `target` cannot be parsed.
+
+        Example:
+            ```python
+            with wb.trace("demo/datasets") as trace:
+                wb.call("demo/datasets/list_datasets")
+            trace.messages[0].direction
+            trace.to_json("trace.json")
+            ```
+        """
+        toolbox, server = parse_target(target) if target else (None, None)
+        if toolbox is not None and server is not None:
+            self.settings.server(toolbox, server)  # names what exists, or says what does not
+        elif toolbox is not None:
+            self.settings.toolbox(toolbox)
+        tap, loop = self._core.wire_tap, self._loop
+        recording = loop.run_sync(lambda: tap.start(toolbox, server, limit))
+        return Trace(tap, recording, loop, target)
+
+    # ---- record, replay, export (cassette_deck.py, export.py) -----------------------------------------
+    def record(self, path: str | os.PathLike[str] | None) -> Recording:
+        """Record every tool call, resource read and prompt get to a new cassette at `path`.
+
+        The cassette is JSON, secrets masked; recording goes on until `record(None)`, or to the end of
+        `with wb.record(path):`.
+
+        Args:
+            path: the new cassette's path; None stops recording.
+
+        Returns:
+            The recording (`.stop()`, or a `with` block).
+
+        Example:
+            ```python
+            with wb.record("session.json"):
+                wb.call("demo/datasets/list_datasets")
+            replaying = Workbench(replay="session.json")  # no server starts
+            ```
+        """
+        deck = self._deck
+        self._loop.run_sync(lambda: deck.start_recording(path))
+        return Recording(lambda: self._loop.run_sync(lambda: deck.start_recording(None)), path)
+
+    def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
+        """Answer the toolboxes recorded in the cassette at `path` from it: no server starts.
+
+        Open ones are closed, to reopen from the cassette.
+
+        Args:
+            path: the cassette's path (written by `record`).
+            mode: `"strict"` (what the cassette lacks is an error) or `"auto"` (what the cassette lacks
+                goes to the live servers).
+
+        Raises:
+            WorkbenchError: the cassette is missing or not a cassette, or `mode` is neither (one line).
+        """
+        from workbench_magic.engine.cassette import Cassette, Replay
+
+        replay = Replay(Cassette.load(path), mode)
+        deck = self._deck
+        self._loop.run_sync(lambda: deck.add_replay(replay))
+        for name in replay.cassette.toolboxes():
+            if name in self._core.state:
+                self._run(self._core.close([name], self.settings))  # as `close` does
+
+    @property
+    def recordings(self) -> list[str]:
+        """The cassettes recorded in this session, oldest first."""
+        return [os.fspath(p) for p in self._deck.recorded]
+
+    @property
+    def replays(self) -> list[tuple[str, str]]:
+        """The cassettes replayed with `replay()` (newest first), each with its mode."""
+        return [(r.cassette.shown_path, r.mode) for r in self._deck.replays]
+
+    def export_notebook(self, path: str | os.PathLike[str]) -> str:
+        """Write the session as a notebook at `path`.
+
+        The notebook has its opens and calls, and the replay line of a recorded cassette.
+
+        Args:
+            path: where to write the notebook.
+
+        Returns:
+            The path.
+        """
+        return exporting.export_notebook(self, path)
+
+    def export_tests(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        replay: str | os.PathLike[str] | None = None,
+        calls: Iterable[CallRecord | int] | None = None,
+        ignore: Iterable[str] = (),
+    ) -> str:
+        """Write the session's tool calls as a pytest file at `path` (`.py`); returns the path.
+
+        A module fixture opens the toolboxes the calls used (the config found as the workbench
+        finds it; with `replay=CASSETTE`, that cassette: no server, no secret). One test per
+        call (the history, or `calls`: records or history indices), in order, sends the same
+        arguments and asserts the same outcome (ok or tool error) and the same structured content,
+        or text when there is none; `ignore` takes JSON paths of values that change from run to
+        run (`$.created`, `rows[*].id`). One test per tool used checks that its input schema still
+        accepts what it accepted (no new required argument, no narrowed type).
+
+        Args:
+            path: the test file to write (`.py`).
+            replay: a cassette the fixture replays instead of starting servers.
+            calls: the calls to export, as history records or indices (None: the whole history).
+            ignore: JSON paths of values not compared.
+
+        Returns:
+            The path.
+
+        Example:
+            ```python
+            wb.call("demo/notes/add_note", {"title": "first", "body": "hello"})
+            wb.export_tests("test_notes.py", ignore=["$.id", "$.created"])
+            ```
+        """
+        from workbench_magic.api.regression import export_tests
+
+        return export_tests(self._session(), path, replay=replay, calls=calls, ignore=ignore)
+
+    def snapshot(self, toolbox: str) -> Snapshot:
+        """The surface of `toolbox` (opened if needed), as a `Snapshot`.
+
+        Per server, its info, tools (names, descriptions, input and output schemas, annotations),
+        resources, resource templates and prompts. `.save(path)` writes it as stable JSON;
+        `Snapshot.load(path)` reads it back.
+
+        Args:
+            toolbox: the toolbox's name.
+
+        Returns:
+            The snapshot.
+
+        Example:
+            ```python
+            wb.snapshot("demo").save("demo-surface.json")
+            # later, after the servers changed:
+            diff = wb.diff("demo-surface.json", wb.snapshot("demo"))
+            assert not diff.breaking, diff
+            ```
+        """
+        from workbench_magic.api.regression import snapshot
+
+        return snapshot(self._session(), toolbox)
+
+    @staticmethod
+    def diff(old: Snapshot | str | os.PathLike[str], new: Snapshot | str | os.PathLike[str]) -> Diff:
+        """What changed from `old` to `new` (snapshots, or paths of saved ones).
+
+        Added, removed and changed items per server, schema changes named per argument; `.breaking`
+        when a client could break.
+
+        Args:
+            old: the earlier surface: a `Snapshot`, or the path of a saved one.
+            new: the later surface, likewise.
+
+        Returns:
+            The changes, one `Change` per finding.
+
+        Raises:
+            UsageError: a path cannot be read or is not a saved snapshot.
+
+        Example:
+            ```python
+            diff = Workbench.diff("v1.json", "v2.json")
+            diff.breaking  # True when a client could break
+            [change.detail for change in diff.changes]
+            ```
+        """
+        from workbench_magic.vocabulary.surface import Snapshot, diff_snapshots
+
+        def loaded(side: Snapshot | str | os.PathLike[str]) -> Snapshot:
+            return side if isinstance(side, Snapshot) else Snapshot.load(side)
+
+        return diff_snapshots(loaded(old), loaded(new))
