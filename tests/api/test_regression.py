@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,15 +26,15 @@ def surface_config(path: Path, **env: str) -> Path:
     return write_config(path, {"toolboxes": {"s": {"mcpServers": {"srv": server}}}})
 
 
-def run_pytest(module: Path, config: Path | None) -> subprocess.CompletedProcess[str]:
-    """The exported module run by pytest in a process of its own, from its folder, with
-    WORKBENCH_CONFIG set to `config` (None: unset, so the embedded default is found)."""
+def run_pytest(module: Path, config: Path | None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The exported module run by pytest in a process of its own, from `cwd` (default: its
+    folder), with WORKBENCH_CONFIG set to `config` (None: unset)."""
     env = {k: v for k, v in __import__("os").environ.items() if k != "WORKBENCH_CONFIG"}
     if config is not None:
         env["WORKBENCH_CONFIG"] = str(config)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
-        cwd=module.parent,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(module.parent), str(module)],
+        cwd=cwd or module.parent,
         env=env,
         capture_output=True,
         text=True,
@@ -74,12 +75,12 @@ def test_the_exported_file_passes_against_the_same_server_and_is_formatted(
 
 
 def against_version_2(make: Callable[..., Workbench], v1: Path, tmp_path: Path, **env: str) -> str:
-    """Explore against `v1`, export, then run the tests against the server with `env`: pytest's
-    report of the failing run."""
+    """Explore against `v1`, export, then run the tests with `v1` rewritten to start the server
+    with `env`: pytest's report of the failing run."""
     wb = make(v1)
     explore(wb)
     module = Path(wb.export_tests(tmp_path / "test_session.py"))
-    ran = run_pytest(module, surface_config(tmp_path / "v2.json", **env))
+    ran = run_pytest(module, surface_config(v1, **env))  # the same config now starts version 2
     assert ran.returncode == 1, ran.stdout
     return ran.stdout
 
@@ -103,6 +104,47 @@ def test_a_new_required_argument_fails_naming_it(
     assert "FAILED test_session.py::test_01_srv_greet" in report  # the call itself is refused
 
 
+def test_the_exported_file_opens_the_sessions_config_from_any_folder(
+    make_workbench: Callable[..., Workbench], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    surface_config(tmp_path / "cfg.json")
+    monkeypatch.chdir(tmp_path)
+    wb = make_workbench("cfg.json")  # relative to the folder the session ran in
+    explore(wb)
+    module = tmp_path / wb.export_tests("tests/test_session.py")
+    text = module.read_text()
+    assert 'CONFIG = Path(__file__).parent / "../cfg.json"' in text
+    assert "workbench = Workbench(CONFIG)" in text
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # run from another folder, with $WORKBENCH_CONFIG unset, then naming no file: the explicit config wins
+    for config in (None, tmp_path / "missing.json"):
+        ran = run_pytest(module, config, cwd=elsewhere)
+        assert ran.returncode == 0, ran.stdout
+        assert "8 passed" in ran.stdout
+
+
+def test_a_config_not_from_a_file_is_discovered_by_the_tests_and_export_says_so(
+    make_workbench: Callable[..., Workbench], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wb = make_workbench({"toolboxes": {"s": {"mcpServers": {"srv": {"command": PYTHON, "args": [SURFACE]}}}}})
+    wb.open("s")
+    wb.call("s/srv/greet", {"name": "Ada"})
+    with pytest.warns(UserWarning, match=r"^The session's config is not a file \(<dict>\), so the tests open"):
+        module = Path(wb.export_tests(tmp_path / "test_dict.py"))
+    assert "workbench = Workbench()" in module.read_text()
+    # the embedded default is what the tests find too: nothing to say
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WORKBENCH_CONFIG", raising=False)
+    demo = make_workbench()
+    demo.open("demo")
+    demo.call("demo/notes/list_notes")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        module = Path(demo.export_tests(tmp_path / "test_demo.py"))
+    assert "workbench = Workbench()" in module.read_text()
+
+
 def test_a_cassette_runs_the_tests_offline(make_workbench: Callable[..., Workbench], tmp_path: Path) -> None:
     cassette = tmp_path / "cassettes" / "session.json"
     secret = {"SURFACE_GREETING": "${SURFACE_SECRET_WORD}"}
@@ -121,6 +163,10 @@ def test_a_cassette_runs_the_tests_offline(make_workbench: Callable[..., Workben
     ran = run_pytest(module, gone)
     assert ran.returncode == 0, ran.stdout
     assert "8 passed" in ran.stdout
+    # nor does the environment matter: $WORKBENCH_CONFIG naming no file, pytest run from elsewhere
+    ran = run_pytest(module, tmp_path / "missing.json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout
+    assert "8 passed" in ran.stdout
 
 
 def test_ignore_leaves_out_what_changes_from_run_to_run(
@@ -136,6 +182,35 @@ def test_ignore_leaves_out_what_changes_from_run_to_run(
     assert run_pytest(kept, v1).returncode == 0
     failed = run_pytest(strict, v1)
     assert failed.returncode == 1 and "'at'" in failed.stdout
+
+
+def test_ignore_applies_to_an_answer_given_as_json_text(
+    make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
+) -> None:
+    wb = make_workbench(v1)
+    wb.open("s")
+    wb.call("s/srv/ticket")  # {"id": NEW_ID, "status": "open"} as text, no structured content
+    module = Path(wb.export_tests(tmp_path / "test_ticket.py", ignore=["$.id"]))
+    text = module.read_text()
+    assert 'assert without(json.loads(result.text), IGNORE) == {"status": "open"}' in text
+    assert "\nimport json\n" in text
+    ran = run_pytest(module, v1)
+    assert ran.returncode == 0, ran.stdout
+    assert "2 passed" in ran.stdout
+
+
+def test_an_ignore_path_that_matches_nothing_is_reported(
+    make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
+) -> None:
+    wb = make_workbench(v1)
+    wb.open("s")
+    wb.call("s/srv/stamp")
+    wb.call("s/srv/shout", {"text": "hey"})  # text, not JSON: no path matches it
+    with pytest.warns(UserWarning) as caught:
+        module = Path(wb.export_tests(tmp_path / "test_typo.py", ignore=["$.at", "$.when"]))
+    said = [str(w.message) for w in caught]
+    assert said == ["ignore: '$.when' matches nothing in the answers exported, so it leaves nothing out"]
+    assert 'IGNORE = ("$.at", "$.when")' in module.read_text()  # the file is written all the same
 
 
 def test_export_refuses_what_it_cannot_write(
@@ -160,7 +235,7 @@ def test_a_snapshot_round_trips_and_the_diff_marks_a_new_required_argument(
     make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
 ) -> None:
     before = make_workbench(v1).snapshot("s")
-    assert set(before.servers["srv"]["tools"]) == {"greet", "scale", "stats", "shout", "stamp", "fail"}
+    assert set(before.servers["srv"]["tools"]) == {"greet", "scale", "stats", "shout", "stamp", "ticket", "fail"}
     assert set(before.servers["srv"]["resources"]) == {"surface://readme"}
     assert set(before.servers["srv"]["prompts"]) == {"review"}
     saved = before.save(tmp_path / "before.json")

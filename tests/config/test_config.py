@@ -745,6 +745,53 @@ def test_secrets_not_in_equality_or_serialisation() -> None:
     assert ServerConfig.model_validate(dumped) == a
 
 
+def test_reprs_mask_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wb.settings` (a `WorkbenchConfig`) and `wb.settings.server(t, s)` show no secret in their
+    repr and str: env and header values, URL query secrets and passwords, bearer tokens, ${VAR} values."""
+    monkeypatch.setenv("WB_TEST_SECRET", "from-the-environment")
+    data = {
+        "toolboxes": {
+            "t": {
+                "mcpServers": {
+                    "remote": {
+                        "url": "https://user:url-password@h.example/mcp?api_key=query-key-1&token=query%2Ftoken&page=2",
+                        "headers": {"Authorization": "Bearer header-token-1", "X-Trace": "on"},
+                        "auth": {"bearer": "bearer-token-1"},
+                    },
+                    "local": {
+                        "command": "server",
+                        "args": ["--secret", "${WB_TEST_SECRET}"],
+                        "env": {"API_KEY": "env-value-123", "LEVEL": "info"},
+                    },
+                }
+            }
+        }
+    }
+    config = parse_config(data, SRC)
+    hidden = (
+        "url-password",
+        "query-key-1",
+        "query%2Ftoken",
+        "header-token-1",
+        "bearer-token-1",
+        "from-the-environment",
+        "env-value-123",
+    )
+    shown = [repr(config), str(config), repr(config.server("t", "remote")), str(config.server("t", "local"))]
+    shown += [repr(config.toolbox("t")), str(config.toolbox("t"))]
+    for text in shown:
+        for secret in hidden:
+            assert secret not in text, (secret, text)
+    remote = repr(config.server("t", "remote"))
+    assert "url='https://user:***@h.example/mcp?api_key=***&token=***&page=2'" in remote
+    assert "headers={'Authorization': '***', 'X-Trace': 'on'}" in remote
+    local = str(config.server("t", "local"))
+    assert "args=['--secret', '***']" in local and "env={'API_KEY': '***', 'LEVEL': 'info'}" in local
+    # the values themselves are the data: left as they are
+    assert config.server("t", "local").env["API_KEY"] == "env-value-123"
+    assert {"url-password", "query-key-1", "query%2Ftoken", "query/token"} <= config.server("t", "remote").secrets
+
+
 def test_direct_construction() -> None:
     cfg = ServerConfig(command="python", args=["-m", "x"], env={"K": "v"})
     assert cfg.transport == "stdio"

@@ -384,7 +384,12 @@ def test_workbench_export_py_writes_tests(
     run(ip, "%use_tool t/s/echo text=hi")
     run(ip, "%use_tool t/s/add a=1 b=2")
     target = tmp_path / "tests" / "test_session.py"
-    said = run(ip, f"%workbench export {target} --ignore $.at")
+    with pytest.warns(UserWarning) as warned:  # the config is a dict; echo and add answer no 'at'
+        said = run(ip, f"%workbench export {target} --ignore $.at")
+    assert [str(w.message).split(" (")[0] for w in warned] == [
+        "The session's config is not a file",
+        "ignore: '$.at' matches nothing in the answers exported, so it leaves nothing out",
+    ]
     assert f"Exported the session's calls as tests to {target} (run: pytest {target})" in repr(said)
     text = target.read_text()
     assert "def test_01_s_echo(wb: Workbench)" in text and "def test_02_s_add(wb: Workbench)" in text

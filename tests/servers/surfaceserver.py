@@ -12,14 +12,17 @@ Run it as ``python tests/servers/surfaceserver.py`` (stdio). Environment:
 
 Tools: ``greet(name)`` -> ``{"greeting": "Hello, NAME!"}``; ``scale(factor, unit)``;
 ``stats(values)`` -> ``{"count", "total", "mean"}``; ``stamp()`` -> ``{"value": 42, "at": TIME}``
-(``at`` differs on every call); ``shout(text)``: text only, no structured content; ``fail()``:
-a tool error. Resource ``surface://readme``; prompt ``review(code)``.
+(``at`` differs on every call); ``ticket()`` -> ``{"id": NEW_ID, "status": "open"}`` as JSON text, no
+structured content (``id`` differs on every call); ``shout(text)``: text only, no structured
+content; ``fail()``: a tool error. Resource ``surface://readme``; prompt ``review(code)``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import uuid
 from typing import Any, Literal
 
 from mcp.server import MCPServer
@@ -107,6 +110,12 @@ else:
 def stamp() -> dict[str, Any]:
     """A value and the time of the call (which differs on every call)."""
     return {"value": 42, "at": time.time()}
+
+
+@mcp.tool(structured_output=False)
+def ticket() -> str:
+    """Open a ticket: its new id and status, as JSON text (the id differs on every call)."""
+    return json.dumps({"id": uuid.uuid4().hex, "status": "open"})
 
 
 @mcp.tool()

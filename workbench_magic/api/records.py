@@ -145,13 +145,16 @@ class Records(Facade):
     ) -> str:
         """Write the session's tool calls as a pytest file at `path` (`.py`); returns the path.
 
-        A module fixture opens the toolboxes the calls used (the config found as the workbench
-        finds it; with `replay=CASSETTE`, that cassette: no server, no secret). One test per
-        call (the history, or `calls`: records or history indices), in order, sends the same
-        arguments and asserts the same outcome (ok or tool error) and the same structured content,
-        or text when there is none; `ignore` takes JSON paths of values that change from run to
-        run (`$.created`, `rows[*].id`). One test per tool used checks that its input schema still
-        accepts what it accepted (no new required argument, no narrowed type).
+        A module fixture opens the toolboxes the calls used (the session's config file, its path
+        relative to the test file; with `replay=CASSETTE`, that cassette and no config: no server,
+        no secret, nothing from the environment). One test per call (the history, or `calls`:
+        records or history indices), in order, sends the same arguments and asserts the same
+        outcome (ok or tool error) and the same structured content, or text when there is none
+        (text that is JSON is compared as JSON); `ignore` takes JSON paths of values that change
+        from run to run (`$.created`, `rows[*].id`). One test per tool used checks that its input
+        schema still accepts what it accepted (no new required argument, no narrowed type).
+        A `UserWarning` says when the config is not a file (the tests then discover theirs) and
+        when an `ignore` path matches nothing exported.
 
         Args:
             path: the test file to write (`.py`).

@@ -2,19 +2,26 @@
 a pytest file, and `wb.snapshot(toolbox)` records what a toolbox offers (vocabulary/surface.py
 compares two).
 
-The file is plain pytest: a module fixture opens the toolboxes the calls used (the config found as
-the workbench finds it, or a cassette), one test per call sends the same arguments and asserts the
-same outcome, and one test per tool checks that its input schema still accepts what it accepted
+The file is plain pytest: a module fixture opens the toolboxes the calls used (from the session's
+config file, written relative to the test file; a cassette, with no config at all, so nothing in
+the environment matters; or, for the embedded default or a config not read from a file, the config
+found as the workbench finds it), one test per call sends the same arguments and asserts the same
+outcome, and one test per tool checks that its input schema still accepts what it accepted
 (`workbench_magic.testing.schema_breaks`). It is laid out as `ruff format` lays it out
 (vocabulary/pysource.py).
+
+`ignore` paths apply to structured content, and to text that is JSON when there is none; a path
+that leaves nothing out of any exported answer is reported (a `UserWarning`): it is most likely a typo.
 """
 
 from __future__ import annotations
 
+import json
 import keyword
 import os
 import re
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench_magic.vocabulary.errors import UsageError, WorkbenchError
 from workbench_magic.vocabulary.jsonpath import parse, without
 from workbench_magic.vocabulary.listings import IDLE, CallRecord, ToolAnswer
-from workbench_magic.vocabulary.pysource import assert_equal, call, literal, string, width
+from workbench_magic.vocabulary.pysource import INDENT, LINE_LENGTH, assert_equal, call, literal, string, width
 from workbench_magic.vocabulary.surface import Snapshot
 
 if TYPE_CHECKING:
@@ -35,6 +42,9 @@ class Session(Protocol):
 
     @property
     def history(self) -> History: ...
+
+    @property
+    def config_source(self) -> str: ...
 
     @property
     def notebook_servers(self) -> frozenset[tuple[str, str]]: ...
@@ -59,6 +69,21 @@ class Session(Protocol):
 _NAME_ROOM = 48
 """Longest test name: `def NAME(wb: Workbench) -> None:` stays within the line length."""
 
+_NO_CONFIG = '{"toolboxes": {}}'
+"""The config of a replayed export: the cassette knows the toolboxes, so none is read."""
+
+
+def _not_a_file(source: str) -> str:
+    return (
+        f"The session's config is not a file ({source}), so the tests open the config found as the workbench finds "
+        "it ($WORKBENCH_CONFIG, ./workbench-config.json, the embedded default): load the config from a file "
+        "(Workbench(path)) for the tests to open it, or export with replay= a cassette"
+    )
+
+
+def _matches_nothing(path: str) -> str:
+    return f"ignore: {path!r} matches nothing in the answers exported, so it leaves nothing out"
+
 
 def export_tests(
     workbench: Session,
@@ -69,7 +94,11 @@ def export_tests(
     ignore: Iterable[str] = (),
 ) -> str:
     """Write the tool calls of `workbench`'s history (or `calls`: records or history indices) as a
-    pytest file at `path`; returns the path."""
+    pytest file at `path`; returns the path.
+
+    Warns (`UserWarning`, the file is written all the same) when the tests cannot open the session's
+    config (it is not a file) and when an `ignore` path leaves nothing out of any answer.
+    """
     target = Path(path)
     if target.suffix != ".py":
         raise UsageError(f"export_tests writes a Python file: give a path ending in .py, not {os.fspath(path)!r}")
@@ -82,7 +111,7 @@ def export_tests(
     kept = [r for r in tools if isinstance(r.answer, ToolAnswer)]
     if not kept:
         raise UsageError("No tool call to export: call a tool first (calls that raised are not exported)")
-    cassette = None
+    cassette = config = None
     if replay is not None:
         if not Path(replay).is_file():
             raise UsageError(f"No cassette at {os.fspath(replay)!r}: record one with wb.record(path) first")
@@ -94,7 +123,10 @@ def export_tests(
                 f"{added[0]} was added from the notebook, so a test cannot start it: export with replay= a cassette "
                 "recorded during the calls (wb.record(path)), or put the server in a config file"
             )
-    text = _module(workbench, kept, len(tools) - len(kept), cassette, paths)
+        config = _config_file(workbench.config_source, target)
+    for item in _unmatched(kept, paths):
+        warnings.warn(_matches_nothing(item), UserWarning, stacklevel=3)
+    text = _module(workbench, kept, len(tools) - len(kept), cassette, config, paths)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return os.fspath(path)
@@ -172,6 +204,40 @@ def _added(workbench: Session, record: CallRecord) -> bool:
     return (record.identifier.toolbox, record.identifier.server) in workbench.notebook_servers
 
 
+def _config_file(source: str, module: Path) -> str | None:
+    """The session's config file as the test module finds it (`_relative`); None when the tests
+    discover the config: the session's is the embedded default (they find it too, unless told
+    otherwise), or not a file (a warning says so)."""
+    from workbench_magic.config.defaults import EMBEDDED_SOURCE
+
+    if source == EMBEDDED_SOURCE:
+        return None
+    # A relative source is relative to the folder the session loaded it from: this one, as a rule.
+    path = Path(source).expanduser()
+    if not path.is_file():
+        warnings.warn(_not_a_file(source), UserWarning, stacklevel=4)
+        return None
+    return _relative(path, module)
+
+
+def _compared(answer: ToolAnswer) -> Any:
+    """What `ignore` paths apply to: the structured content, else the text when it is a JSON
+    object or array (None: neither)."""
+    if answer.structured_content is not None:
+        return answer.structured_content
+    try:
+        parsed = json.loads(answer.text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict | list) else None
+
+
+def _unmatched(records: list[CallRecord], paths: tuple[str, ...]) -> list[str]:
+    """The `ignore` paths that leave nothing out of any record's answer."""
+    values = [value for r in records if (value := _compared(r.answer)) is not None]
+    return [path for path in paths if all(without(value, [path]) == value for value in values)]
+
+
 def _relative(path: Path, module: Path) -> str:
     """`path` as the test module finds it from its own folder: relative when they share a folder
     below the root, else absolute."""
@@ -185,8 +251,27 @@ def _relative(path: Path, module: Path) -> str:
     return Path(os.path.relpath(target, folder)).as_posix()
 
 
+def _path_constant(name: str, path: str) -> str:
+    """`NAME = ...` for `path` (relative to the test module, or absolute), as ruff formats it."""
+    if Path(path).is_absolute():
+        one = f"{name} = Path({string(path)})"
+        return one if width(one) <= LINE_LENGTH else f"{name} = Path(\n{INDENT}{string(path)}\n)"
+    one = f"{name} = Path(__file__).parent / {string(path)}"
+    if width(one) <= LINE_LENGTH:
+        return one
+    inner = f"{INDENT}Path(__file__).parent / {string(path)}"
+    if width(inner) <= LINE_LENGTH:
+        return f"{name} = (\n{inner}\n)"
+    return f"{name} = (\n{INDENT}Path(__file__).parent\n{INDENT}/ {string(path)}\n)"
+
+
 def _module(
-    workbench: Session, records: list[CallRecord], raised: int, cassette: str | None, ignore: tuple[str, ...]
+    workbench: Session,
+    records: list[CallRecord],
+    raised: int,
+    cassette: str | None,
+    config: str | None,
+    ignore: tuple[str, ...],
 ) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     toolboxes = list(dict.fromkeys(r.identifier.toolbox for r in records))
@@ -195,12 +280,15 @@ def _module(
     if raised:
         calls = "1 call" if raised == 1 else f"{raised} calls"
         left = f"\n{calls} that raised (no result to expect) left out."
-    where = (
-        "The calls replay from the cassette, so the tests need no server and no secret."
-        if cassette
-        else "The servers start from the config found as the workbench finds it ($WORKBENCH_CONFIG,\n"
-        "./workbench-config.json, then the embedded default)."
-    )
+    if cassette:
+        where = "The calls replay from the cassette: the tests need no server, no secret and no config."
+    elif config:
+        where = "The servers start from the session's config file, CONFIG, whatever $WORKBENCH_CONFIG\nsays."
+    else:
+        where = (
+            "The servers start from the config found as the workbench finds it ($WORKBENCH_CONFIG,\n"
+            "./workbench-config.json, then the embedded default)."
+        )
     doc = (
         f'"""Regression tests exported by workbench_magic on {stamp}.\n\n'
         f"Each test_NN repeats a call of the session, in the order they ran, and expects what it\n"
@@ -209,16 +297,24 @@ def _module(
         f'"""'
     )
     names: set[str] = set()
-    tests = [_call_test(number, record, ignore, names) for number, record in enumerate(records, 1)]
+    compared = [_expected(record.answer, ignore) for record in records]
+    tests = [
+        _call_test(number, record, expected, names)
+        for number, (record, expected) in enumerate(zip(records, compared, strict=True), 1)
+    ]
     for tool in tools:
         try:
             schema = workbench.tool(tool).input_schema
         except WorkbenchError:  # gone since: nothing to hold it to
             continue
         tests.append(_schema_test(tool, schema, names))
-    ignoring = any("without(" in test for test in tests)
-    imports = ["from __future__ import annotations", "", "from collections.abc import Iterator"]
-    if cassette:
+    ignoring = any(actual.startswith("without(") for actual, _ in compared)
+    parsing = any("json.loads(" in actual for actual, _ in compared)
+    imports = ["from __future__ import annotations", ""]
+    if parsing:
+        imports.append("import json")
+    imports.append("from collections.abc import Iterator")
+    if cassette or config:
         imports.append("from pathlib import Path")
     imports += ["", "import pytest", "", "from workbench_magic import Workbench"]
     helpers = ["schema_breaks", *(["without"] if ignoring else [])]
@@ -226,26 +322,31 @@ def _module(
     head = doc + "\n\n" + "\n".join(imports)
     constants = []
     if cassette:
-        constants.append(f"CASSETTE = Path(__file__).parent / {string(cassette)}")
+        constants.append(_path_constant("CASSETTE", cassette))
+    if config:
+        constants.append(_path_constant("CONFIG", config))
     if ignoring:
         assign = "IGNORE = "
         comment = "# values that change from run to run, left out of the comparisons\n"
         constants.append(comment + assign + literal(ignore, before=width(assign)))
     if constants:
         head += "\n\n" + "\n".join(constants)
-    parts = [head, _fixture(toolboxes, cassette), *tests]
+    parts = [head, _fixture(toolboxes, cassette, config), *tests]
     return "\n\n\n".join(parts) + "\n"
 
 
-def _fixture(toolboxes: list[str], cassette: str | None) -> str:
-    made = "Workbench(replay=CASSETTE)" if cassette else "Workbench()"
+def _fixture(toolboxes: list[str], cassette: str | None, config: str | None) -> str:
     said = "answered from the cassette" if cassette else "from the config"
     lines = [
         '@pytest.fixture(scope="module")',
         "def wb() -> Iterator[Workbench]:",
         f'    """The toolboxes the calls used, {said}."""',
-        f"    workbench = {made}",
     ]
+    if cassette:
+        lines.append("    # no config: the cassette knows the toolboxes, and the environment does not matter")
+        lines.append(f"    workbench = Workbench({_NO_CONFIG}, replay=CASSETTE)")
+    else:
+        lines.append(f"    workbench = Workbench({'CONFIG' if config else ''})")
     for toolbox in toolboxes:
         lines.append(f"    workbench.open({string(toolbox)})")
     lines += ["    yield workbench", "    workbench.close_all()"]
@@ -263,7 +364,22 @@ def _test_name(stem: str, names: set[str]) -> str:
     return unique
 
 
-def _call_test(number: int, record: CallRecord, ignore: tuple[str, ...], names: set[str]) -> str:
+def _expected(answer: ToolAnswer, ignore: tuple[str, ...]) -> tuple[str, Any]:
+    """What a call's test compares (an expression on `result`) and the value it expects: the
+    structured content, else the text; with the `ignore` paths left out when they leave out something
+    (of the text when it is JSON)."""
+    value = _compared(answer)
+    if value is not None:
+        kept = without(value, ignore)
+        if kept != value:
+            parsed = "result.structured_content" if answer.structured_content is not None else "json.loads(result.text)"
+            return f"without({parsed}, IGNORE)", kept
+    if answer.structured_content is not None:
+        return "result.structured_content", answer.structured_content
+    return "result.text", answer.text
+
+
+def _call_test(number: int, record: CallRecord, expected: tuple[str, Any], names: set[str]) -> str:
     ident = record.identifier
     name = _test_name(f"test_{number:02d}_{ident.server}_{ident.name}", names)
     answer: ToolAnswer = record.answer
@@ -273,15 +389,7 @@ def _call_test(number: int, record: CallRecord, ignore: tuple[str, ...], names: 
         lines.append('    assert result.is_error, "expected a tool error"')
     else:
         lines.append("    assert not result.is_error, result.text")
-    structured = answer.structured_content
-    if structured is not None:
-        kept = without(structured, ignore)
-        if kept != structured:
-            lines.append(assert_equal("without(result.structured_content, IGNORE)", kept))
-        else:
-            lines.append(assert_equal("result.structured_content", structured))
-    else:
-        lines.append(assert_equal("result.text", answer.text))
+    lines.append(assert_equal(*expected))
     return "\n".join(lines)
 
 

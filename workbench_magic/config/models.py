@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, ClassVar, Literal, Self
 
@@ -37,6 +37,7 @@ from pydantic import (
 from workbench_magic.config.auth import AuthConfig, parse_auth
 from workbench_magic.config.messages import BrokenRule, json_type, run_validation
 from workbench_magic.vocabulary.errors import server_not_found, toolbox_not_found
+from workbench_magic.vocabulary.masking import mask_value, url_secrets
 
 __all__ = [
     "DICT_SOURCE",
@@ -229,7 +230,7 @@ class ServerConfig(_Lifecycle):
     ``transport`` (also accepted as ``type``, in any spelling `normalize_transport` knows) is
     always set: inferred ``"stdio"`` from ``command``, ``"http"`` from ``url`` and ``"python"``
     from ``python`` when absent.
-    Equality and serialisation ignore `secrets`.
+    Equality and serialisation ignore `secrets`; its repr and str show them as ``***``.
     """
 
     _KIND: ClassVar[str] = "a server"
@@ -438,16 +439,25 @@ class ServerConfig(_Lifecycle):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        # What repr, str and pretty printers show (`wb.settings` is printed): masked as everything shown is.
+        secrets = self.secrets
+        for name, value in super().__repr_args__():
+            yield name, mask_value(value, secrets)
+
     @property
     def secrets(self) -> frozenset[str]:
         """Values to mask in output.
 
         Every non-empty value taken from the environment by ``${VAR}`` expansion anywhere in
         this server's config (defaults written in the file are not included), plus every
-        non-empty ``env`` and ``headers`` value. May hold short strings (``"1"``): whoever
-        masks should skip values too short to be secret.
+        non-empty ``env`` and ``headers`` value, the ``auth`` bearer token and client secret,
+        and the password and secret-named query values of ``url`` (`url_secrets`). May hold short
+        strings (``"1"``): whoever masks should skip values too short to be secret.
         """
         values = {v for v in (*self.env.values(), *self.headers.values()) if v}
+        if self.url:
+            values |= url_secrets(self.url)
         return self._expanded_secrets | values | (self.auth.secrets if self.auth else frozenset())
 
     def allows(self, tool_name: str) -> bool:
