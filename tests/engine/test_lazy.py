@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import children, stdio_server, wait_until
+from conftest import children, npm_server, stdio_server, wait_until
 
 from workbench_magic import ToolNotFoundError, ToolsChanged, Workbench
 from workbench_magic.vocabulary.events import Event
@@ -29,6 +29,11 @@ def cached_files(cache: Path) -> list[Path]:
 
 def cache_holds(cache: Path, text: str) -> bool:
     return any(text in path.read_text() for path in cached_files(cache))
+
+
+def lists_cached(cache: Path) -> bool:
+    """Whether a cached catalog holds its resource list (it follows the tools)."""
+    return any(json.loads(path.read_text())["resources"] is not None for path in cached_files(cache))
 
 
 def warm(make: Callable[..., Workbench], config: dict[str, Any], cache: Path) -> None:
@@ -122,3 +127,43 @@ def test_lazy_servers_and_the_open_override(make_workbench: Callable[..., Workbe
     assert make_workbench(plain, lazy_servers=True).open("t").servers["s"].status == "idle"
     assert make_workbench(plain).open("t", lazy=True).servers["s"].status == "idle"
     assert make_workbench(lazy_config()).open("t", lazy=False).servers["s"].status == "connected"
+
+
+def test_a_catalog_is_cached_though_the_workbench_closes_at_once(
+    make_workbench: Callable[..., Workbench], catalog_cache: Path
+) -> None:
+    # server-everything's resource and prompt lists take a while: the tools are cached without them
+    config = {"toolboxes": {"lz": {"start": "lazy", "mcpServers": {"ev": npm_server("everything")}}}}
+    first = make_workbench(config)
+    live = first.open("lz")
+    assert live.servers["ev"].status == "connected"
+    live_tools = [t.name for t in first.tools("lz")]
+    first.close_all()  # at once, as a short script or a notebook run top to bottom does
+    before = children()
+    wb = make_workbench(config)
+    box = wb.open("lz")
+    assert box.servers["ev"].status == "idle" and children() == before  # from the cache: no process
+    assert [t.name for t in wb.tools("lz")] == live_tools
+
+
+def test_a_catalog_is_kept_for_what_the_client_offered(
+    make_workbench: Callable[..., Workbench], catalog_cache: Path
+) -> None:
+    # server-everything lists its sampling tools only to a client that offers sampling
+    config = {"toolboxes": {"lz": {"start": "lazy", "mcpServers": {"ev": npm_server("everything")}}}}
+    first = make_workbench(config)
+    first.open("lz")
+    plain = [t.name for t in first.tools("lz")]
+    assert "trigger-sampling-request" not in plain
+    assert wait_until(lambda: lists_cached(catalog_cache), 10)  # this session's catalog is complete
+    first.sampling_handler = lambda messages, params: "hi"
+    first.reconnect("lz/ev")  # offered from this connect on
+    sampled = [t.name for t in first.tools("lz")]
+    assert "trigger-sampling-request" in sampled
+    first.close_all()
+    before = children()
+    for handler, listed in ((None, plain), (lambda messages, params: "hi", sampled)):
+        wb = make_workbench(config, sampling_handler=handler)
+        box = wb.open("lz")
+        assert box.servers["ev"].status == "idle" and children() == before
+        assert [t.name for t in wb.tools("lz")] == listed

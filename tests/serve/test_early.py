@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, ROOT, stdio_server, toolbox, write_config
+from conftest import PYTHON, ROOT, npm_server, stdio_server, toolbox, write_config
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -86,3 +86,45 @@ def test_the_open_of_a_toolbox_that_starts_servers_is_not_answered_early(tmp_pat
     (saved,) = (Path(os.environ["WORKBENCH_CACHE_DIR"]) / "serve").glob("*.json")
     methods = [json.loads(key)[0] for key in json.loads(saved.read_text())["answers"]]
     assert "tools/list" in methods and "tools/call" not in methods  # its open starts the server: answered late
+
+
+async def opens(config: Path, log: Path, *, mode: str, sampling: bool) -> tuple[list[str], list[str]]:
+    """One host that opens `lz` and searches every tool: the tools of the open's answer, and the
+    ones the workbench behind serve holds. `sampling`: whether the host offers sampling."""
+    import mcp_types as types
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def sample(context: Any, params: Any) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="hi"), model="m")
+
+    callbacks: dict[str, Any] = {"sampling_callback": sample} if sampling else {}
+    args = ["-m", "workbench_magic", "serve", "--config", str(config)]
+    params = StdioServerParameters(command=PYTHON, args=args, env=dict(os.environ), cwd=str(ROOT))
+    with log.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode, **callbacks) as client:  # type: ignore[arg-type]
+            opened = await client.call_tool("open_toolbox", {"toolbox": "lz"})
+            searched = await client.call_tool("search_tools", {"query": ""})
+    assert opened.structured_content is not None and searched.structured_content is not None
+    return (
+        [tool["name"] for tool in opened.structured_content["tools"]],
+        [tool["name"] for tool in searched.structured_content["tools"]],
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_an_open_answered_early_holds_what_the_host_offers(tmp_path: Path, mode: str) -> None:
+    # server-everything lists its sampling tools only to a client that offers sampling
+    lazy = {**toolbox({"ev": npm_server("everything")}), "start": "lazy"}
+    config = write_config(tmp_path / "wb.json", {"toolboxes": {"lz": lazy}})
+    for run in ("first", "second"):
+        sampled, held = asyncio.run(opens(config, tmp_path / f"{run}.log", mode=mode, sampling=True))
+        assert "trigger-sampling-request" in sampled and sampled == held
+    plain, held = asyncio.run(opens(config, tmp_path / "plain.log", mode=mode, sampling=False))
+    assert "trigger-sampling-request" not in plain
+    assert plain == held  # every tool the open lists is one the workbench can call
+    again, held = asyncio.run(opens(config, tmp_path / "again.log", mode=mode, sampling=False))
+    assert again == plain == held
+    (saved,) = (Path(os.environ["WORKBENCH_CACHE_DIR"]) / "serve").glob("*.json")
+    opens_learned = [json.loads(key) for key in json.loads(saved.read_text())["answers"] if "open_toolbox" in key]
+    assert sorted(offer["sampling"] is not None for *_, offer in opens_learned) == [False, True]  # one per offer

@@ -22,7 +22,7 @@ from workbench_magic.engine.catalog import CatalogCache
 from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
 from workbench_magic.engine.connection import Connection
 from workbench_magic.engine.jobs import Jobs
-from workbench_magic.engine.lazy import LazyStart
+from workbench_magic.engine.lazy import LazyStart, client_offer
 from workbench_magic.engine.runtime import current_channel
 from workbench_magic.engine.tasks import StatusCallback
 from workbench_magic.engine.wiretap import WireTap
@@ -288,8 +288,14 @@ class Core:
         lazy, idle = settings.lifecycle(toolbox, server, lazy_default=options.lazy_servers)
         if self.catalogs is None:
             self.catalogs = CatalogCache()
-        facts = {"apps": options.render_apps, "sampling": options.sampling_handler is not None}
-        return LazyStart(config, self.catalogs, lazy=lazy, idle_timeout=idle, client_facts=facts)
+        roots = config.roots is not False
+
+        def offer() -> dict[str, Any]:  # as the next connect offers it (`set_options` may change it)
+            return client_offer(
+                sampling=self.options.sampling_handler is not None, apps=self.options.render_apps, roots=roots
+            )
+
+        return LazyStart(config, self.catalogs, lazy=lazy, idle_timeout=idle, client_offer=offer)
 
     async def add_server(self, toolbox: str, name: str, server: Any, settings: WorkbenchConfig) -> BoxState:
         """Add (or replace) a live server object and connect it; opens its toolbox if needed.
@@ -333,7 +339,7 @@ class Core:
         boxes = [self._boxes.pop(n) for n in names if n in self._boxes]
         for box in boxes:
             self._unpublish(box.name)
-        await asyncio.gather(*(c.close() for b in boxes for c in b.connections.values()), return_exceptions=True)
+        await _close_all([c for b in boxes for c in b.connections.values()])
         for box in boxes:
             self._emit(ToolboxClosed(box.name))
 
@@ -347,7 +353,7 @@ class Core:
         if hurry is not None:
             for conn in conns:
                 conn.hurry(*hurry)
-        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        await _close_all(conns)
         for box in boxes:
             self._emit(ToolboxClosed(box.name))
 
@@ -522,6 +528,13 @@ class Core:
 
 
 _background: set[asyncio.Future[Any]] = set()
+
+
+async def _close_all(conns: list[Connection]) -> None:
+    """Close connections side by side, then let the catalogs they were writing be written (a
+    bounded wait: `LazyStart.settle`)."""
+    await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+    await asyncio.gather(*(c.lazy.settle() for c in conns if c.lazy is not None), return_exceptions=True)
 
 
 def _observed(observer: ProgressCallback | None, progress: ProgressCallback | None) -> ProgressCallback | None:

@@ -9,8 +9,9 @@ remembers its own answers and gives them again at once, next time:
   requests whose answer it learned before: `initialize` and `server/discover` (per protocol
   version asked), `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`, and
   in proxy mode `open_toolbox` of a toolbox whose servers are all lazy (answered as the last open
-  answered, when no server failed: what the real open answers from their cached catalogs too).
-  Nothing else is answered.
+  answered, when no server failed: what the real open answers from their cached catalogs too)
+  for a client that offers what that client offered (`client_offer`: a server may list other
+  tools to a client that offers sampling, say). Nothing else is answered.
 - When the SDK's server is up, `handover()` stops the thread and gives the stdio face
   (stdio.py) every byte read: the SDK reads them all, early-answered requests included, so its
   state is what it would be (the session initialized, the toolbox opened). Its responses to the
@@ -37,12 +38,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from workbench_magic.engine.extensions import APPS_EXTENSION_ID
 from workbench_magic.vocabulary.cachedir import cache_directory
 from workbench_magic.vocabulary.version import __version__
 
 logger = logging.getLogger("workbench_magic.server")
 
-FORMAT = "workbench-magic serve answers 1"
+FORMAT = "workbench-magic serve answers 2"
 LISTINGS = frozenset(
     {"initialize", "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"}
 )
@@ -50,12 +52,34 @@ LISTINGS = frozenset(
 _MARKS = ("initialize", "server/discover", "/list", "open_toolbox")
 """A line holds one of these if it may be a request worth remembering (others are not parsed)."""
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+_OFFERED = ("sampling", "elicitation", "roots", "tasks")
 _VARIABLE = re.compile(rb"\$\{([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def request_key(message: dict[str, Any], mode: str) -> str | None:
+def client_offer(capabilities: Any) -> dict[str, Any]:
+    """What a client's capabilities offer that the servers behind serve may list other tools for:
+    sampling, elicitation, roots, tasks and the MCP Apps extension (absent: None)."""
+    caps = capabilities if isinstance(capabilities, dict) else {}
+    offer = {kind: caps.get(kind) for kind in _OFFERED}
+    extensions = caps.get("extensions")
+    offer["apps"] = extensions.get(APPS_EXTENSION_ID) if isinstance(extensions, dict) else None
+    return offer
+
+
+def session_offer(message: Any) -> dict[str, Any] | None:
+    """The offer of a handshake-era session, when `message` is its `initialize` request."""
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return None
+    params = message.get("params")
+    return client_offer(params.get("capabilities") if isinstance(params, dict) else None)
+
+
+def request_key(message: dict[str, Any], mode: str, offer: dict[str, Any] | None = None) -> str | None:
     """What identifies a request's answer (None: not one to remember): its method, and its
-    params without `_meta` but for the protocol version it asks in."""
+    params without `_meta` but for the protocol version it asks in; for `open_toolbox`, also
+    what the client offers (its answer lists the servers' tools, which may depend on it): the
+    capabilities in the request's `_meta` (2026-07-28), else the session's `offer` (`initialize`)."""
     method = message.get("method")
     params = message.get("params")
     if "id" not in message or not isinstance(method, str) or not isinstance(params, dict | type(None)):
@@ -68,7 +92,12 @@ def request_key(message: dict[str, Any], mode: str) -> str | None:
     elif method not in LISTINGS or (method == "tools/list" and mode != "proxy"):
         return None  # in dynamic mode the tool list grows with each open
     version = meta.get(_VERSION_KEY) if isinstance(meta, dict) else None
-    return json.dumps([method, params, version], sort_keys=True, separators=(",", ":"))
+    key: list[Any] = [method, params, version]
+    if method == "tools/call":
+        if isinstance(meta, dict) and _CAPABILITIES_KEY in meta:
+            offer = client_offer(meta[_CAPABILITIES_KEY])
+        key.append(offer if offer is not None else client_offer(None))
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
 class EarlyAnswers:
@@ -80,6 +109,8 @@ class EarlyAnswers:
         self.mode = mode
         self.answered: dict[Any, str] = {}
         """Request id -> its key, for each request answered early."""
+        self.offer: dict[str, Any] | None = None
+        """What the handshake-era client offered in its `initialize` (`session_offer`)."""
         self.read = bytearray()
         self.eof = False
         self._stop = threading.Event()
@@ -128,7 +159,8 @@ class EarlyAnswers:
             message = json.loads(line)
         except ValueError:
             return
-        key = request_key(message, self.mode) if isinstance(message, dict) else None
+        self.offer = session_offer(message) or self.offer
+        key = request_key(message, self.mode, self.offer) if isinstance(message, dict) else None
         if key is None or key not in self.answers:
             return
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": self.answers[key]}
@@ -159,6 +191,7 @@ class Observer:
         self.read = bytes(early.read)
         self.eof = early.eof
         self._asked: dict[Any, str] = {}
+        self._offer: dict[str, Any] | None = None
         self._changed = False
         self.caught_up = asyncio.Event()
         """Set once the SDK answered every request answered early: until then a later request
@@ -188,7 +221,10 @@ class Observer:
             message = json.loads(line)
         except ValueError:
             return
-        if isinstance(message, dict) and (key := request_key(message, self.early.mode)) is not None:
+        if not isinstance(message, dict):
+            return
+        self._offer = session_offer(message) or self._offer
+        if (key := request_key(message, self.early.mode, self._offer)) is not None:
             self._asked[message["id"]] = key
 
     def outgoing(self, text: str) -> bool:
@@ -222,7 +258,7 @@ class Observer:
     def _learns(self, key: str, result: Any) -> bool:
         """Whether an answer may be given early next time: not an open that failed, or that
         started servers (its toolbox not all lazy)."""
-        method, params, _ = json.loads(key)
+        method, params = json.loads(key)[:2]
         if method != "tools/call":
             return True
         toolbox = (params.get("arguments") or {}).get("toolbox")
@@ -295,4 +331,4 @@ def _load(path: Path) -> dict[str, Any]:
     return answers if isinstance(answers, dict) else {}
 
 
-__all__ = ["FORMAT", "LISTINGS", "EarlyAnswers", "Observer", "request_key"]
+__all__ = ["FORMAT", "LISTINGS", "EarlyAnswers", "Observer", "client_offer", "request_key", "session_offer"]
