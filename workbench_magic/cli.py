@@ -16,8 +16,8 @@ roots (the directories a downstream server may work in) come from, first to last
   during a call, the client that made it (if it declared roots);
   stdio, a 2025-11-25 client that declared roots: that client, asked whenever a server asks;
     its roots/list_changed goes on to every server that follows roots;
-  stdio, a 2026-07-28 client: the roots it last gave during a call (none before; servers
-    that follow roots are told when they change);
+  stdio, a 2026-07-28 client: the roots it last gave (asked before the first request that
+    starts servers starts them; servers that follow roots are told when they change);
   otherwise (http, and clients without roots): none.
 The working directory is never a root."""
 

@@ -2,7 +2,8 @@
 
 A handshake-era (2025-11-25) client that declared roots owns them: every downstream `roots/list` is
 forwarded to it, inside a call or not, and its `notifications/roots/list_changed` goes on to each
-server that follows roots. A 2026-07-28 client cannot be asked outside a request, and the working
+server that follows roots. A 2026-07-28 client cannot be asked outside a request, so one that
+declared roots is asked for them in the request that starts servers, before they start. The working
 directory is never a root. A server's own `"roots"` config wins (forwarding.py `ClientRoots`).
 
 The downstream is npm server-everything: it asks its client for roots once, about 350 ms after
@@ -62,9 +63,12 @@ class UpstreamRoots:
 
 
 @asynccontextmanager
-async def served(tmp_path: Path, mode: str, roots: UpstreamRoots | None, **servers: Any) -> AsyncIterator[Client]:
-    """`serve` over stdio with toolbox `r` (server-everything as `ev`, plus `servers`) opened by an
-    SDK client of `mode` ("legacy": 2025-11-25, "auto": 2026-07-28) that declares `roots` if given."""
+async def served(
+    tmp_path: Path, mode: str, roots: UpstreamRoots | None, *, opened: bool = True, **servers: Any
+) -> AsyncIterator[Client]:
+    """`serve` over stdio with toolbox `r` (server-everything as `ev`, plus `servers`) opened (unless
+    not `opened`) by an SDK client of `mode` ("legacy": 2025-11-25, "auto": 2026-07-28) that
+    declares `roots` if given."""
     config = write_config(
         tmp_path / "workbench-config.json", {"toolboxes": {"r": toolbox({"ev": npm_server("everything"), **servers})}}
     )
@@ -74,8 +78,9 @@ async def served(tmp_path: Path, mode: str, roots: UpstreamRoots | None, **serve
     with open(tmp_path / "serve.stderr", "a") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode, **callbacks) as client:  # type: ignore[arg-type]
             assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-            opened = await client.call_tool("open_toolbox", {"toolbox": "r"})
-            assert opened.structured_content and opened.structured_content["servers_connected"] == 1 + len(servers)
+            if opened:
+                answer = await client.call_tool("open_toolbox", {"toolbox": "r"})
+                assert answer.structured_content and answer.structured_content["servers_connected"] == 1 + len(servers)
             yield client
 
 
@@ -146,26 +151,61 @@ def test_c_a_2026_client_never_makes_the_working_directory_a_root(tmp_path: Path
 
 
 def test_d_a_2026_clients_roots_are_the_ones_it_last_gave(tmp_path: Path) -> None:
-    """Outside a call, a 2026-07-28 client's roots are the ones it last gave during a call, none
-    before: server-filesystem keeps its configured directory until the client gives roots (here to
-    another server's call), is then told, asks again, and serves those."""
-    configured, given = (tmp_path / "configured").resolve(), (tmp_path / "given").resolve()
-    configured.mkdir()
-    given.mkdir()
-    roots = UpstreamRoots(given.as_uri())
+    """Outside a call, a 2026-07-28 client's roots are the ones it last gave: first those it gave
+    when the open asked (test_e), then, once it gives others during a call (here to another
+    server's), those: server-filesystem is told, asks again, and serves them."""
+    configured, first, given = ((tmp_path / name).resolve() for name in ("configured", "first", "given"))
+    for folder in (configured, first, given):
+        folder.mkdir()
+    roots = UpstreamRoots(first.as_uri())
     servers = {
         "fs": npm_server("filesystem", str(configured)),
         "old": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"]},
     }
 
+    async def allowed_becomes(client: Client, folder: Path) -> str:
+        deadline = time.monotonic() + WAIT
+        while str(folder) not in (allowed := await use(client, "list_allowed_directories", server="fs")):
+            assert time.monotonic() < deadline, f"server-filesystem never took {folder}: {allowed}"
+            await asyncio.sleep(0.05)  # it takes them after replying to its ask: poll
+        return allowed
+
     async def main() -> None:
         async with asyncio.timeout(LIMIT), served(tmp_path, "auto", roots, **servers) as client:
-            assert str(configured) in await use(client, "list_allowed_directories", server="fs")
-            assert given.as_uri() in await use(client, "my_roots", server="old")  # the client gives its roots
+            assert str(configured) not in await allowed_becomes(client, first)
+            roots.uris = [given.as_uri()]
+            assert given.as_uri() in await use(client, "my_roots", server="old")  # the client gives others
+            allowed = await allowed_becomes(client, given)
+            assert str(first) not in allowed and str(Path.cwd().resolve()) not in allowed
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("first", ["open_toolbox", "use_tool"])
+def test_e_a_2026_client_is_asked_for_its_roots_before_the_servers_start(tmp_path: Path, first: str) -> None:
+    """A 2026-07-28 client cannot be asked outside a request, and server-filesystem asks for roots
+    right after `initialized`, outside any, and never again unless told: so serve asks the client
+    (an `InputRequiredResult`) in the request that starts the servers (an open, or a call that
+    opens its toolbox), before they start. The server that asks at once and server-everything
+    (350 ms later) both get the client's roots."""
+    configured, given = (tmp_path / "configured").resolve(), (tmp_path / "given").resolve()
+    configured.mkdir()
+    given.mkdir()
+    roots = UpstreamRoots(given.as_uri())
+    filesystem = npm_server("filesystem", str(configured))
+
+    async def main() -> None:
+        opened = first == "open_toolbox"
+        async with asyncio.timeout(LIMIT), served(tmp_path, "auto", roots, opened=opened, fs=filesystem) as client:
+            allowed = await use(client, "list_allowed_directories", server="fs")
+            assert roots.asked == 1, f"the {first} that started the servers did not ask the client for its roots"
             deadline = time.monotonic() + WAIT
-            while str(given) not in (allowed := await use(client, "list_allowed_directories", server="fs")):
+            while str(given) not in allowed:
                 assert time.monotonic() < deadline, f"server-filesystem never took the client's roots: {allowed}"
                 await asyncio.sleep(0.05)  # it takes them after replying to its ask: poll
+                allowed = await use(client, "list_allowed_directories", server="fs")
             assert str(configured) not in allowed and str(Path.cwd().resolve()) not in allowed
+            listed = await use(client, "get-roots-list")
+            assert given.as_uri() in listed and listed.count("file://") == 1
 
     asyncio.run(main())

@@ -19,7 +19,8 @@ What the upstream client did not declare is not forwarded: sampling is then refu
 declined, and roots are the workbench's own.
 
 Outside a call, downstream servers that follow roots get them from `ClientRoots` on the stdio face
-(its one client owns them); on the HTTP face (many clients) they are the workbench's own, none
+(its one client owns them; a 2026-07-28 client is asked for them in the first request that starts
+servers, before they start); on the HTTP face (many clients) they are the workbench's own, none
 unless set. A server's own `"roots"` config wins over both.
 """
 
@@ -42,6 +43,9 @@ PENDING_TTL = 600.0
 """Seconds a 2026-07-28 call waits for the client's retry before it is cancelled downstream."""
 ROOTS_TIMEOUT = 60.0
 """Seconds a handshake-era client may take to answer a `roots/list` asked outside a call."""
+ROOTS_KEY = "workbench/roots"
+"""The key of serve's own `roots/list` in the `InputRequiredResult` that asks a 2026-07-28 client
+for its roots before servers start (`ClientRoots.ask_before_start`)."""
 
 _SETTLE_ROUNDS = 2
 """Loop iterations for the SDK's notification dispatch (read, route, callback) to catch up before
@@ -206,8 +210,11 @@ class ClientRoots:
     A handshake-era client that declared roots owns them: each downstream `roots/list` is asked of
     it on the connection's own channel, and its `notifications/roots/list_changed` goes on to every
     open server that follows roots, which then asks again. A 2026-07-28 client cannot be asked
-    outside a request: its roots are the ones it last gave during a call, none before it gave any;
-    when what it gives changes, the servers that follow roots are told, as for a notification.
+    outside a request: its roots are the ones it last gave during a request. It is asked for them
+    in the first request that starts servers, before they start (`ask_before_start`): a server
+    that asks as it connects (server-filesystem at once, server-everything 350 ms later) and keeps
+    the answer would otherwise keep none. When what it gives changes, the servers that follow roots
+    are told, as for a notification.
     """
 
     def __init__(self, workbench: Any) -> None:
@@ -251,6 +258,28 @@ class ClientRoots:
         self._last = result
         if self._session is None and (before is None or _uris(before) != _uris(result)):
             self.workbench.roots_source_changed()
+
+    def ask_before_start(self, context: Any, starts_servers: Callable[[], bool]) -> types.InputRequiredResult | None:
+        """Before a request of a 2026-07-28 client that declared roots starts servers: ask it for its
+        roots (the `InputRequiredResult` to answer), unless it gave them already. The client's retry
+        carries them: they are taken, and the request goes on (None), as it does for every other
+        request. `starts_servers()` is asked last, only when the client's roots are still unknown."""
+        if self._session is not None or context is None:
+            return None
+        caps = getattr(context, "client_capabilities", None)
+        if (getattr(context, "protocol_version", None) or "") < "2026-07-28" or caps is None or caps.roots is None:
+            return None
+        responses = getattr(context, "input_responses", None) or {}
+        answer = responses.get(ROOTS_KEY)
+        if answer is not None:
+            try:
+                self.gave(types.ListRootsResult.model_validate(answer.model_dump(by_alias=True, exclude_none=True)))
+            except ValueError as exc:  # pydantic's ValidationError: the servers keep what they had
+                logger.warning("the client's answer to serve's roots/list is not a roots list: %s", exc)
+            return None
+        if self._last is not None or responses or not starts_servers():
+            return None  # a retry that answers something else (a pending call's) asks nothing more
+        return types.InputRequiredResult(input_requests={ROOTS_KEY: types.ListRootsRequest()})
 
     async def list_roots(self) -> types.ListRootsResult | None:
         """The handshake-era client's answer; else what the client last gave (None: none yet)."""

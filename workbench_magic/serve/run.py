@@ -19,7 +19,7 @@ from typing import Any, Literal, NoReturn
 from workbench_magic.api.workbench import Workbench
 from workbench_magic.serve.early import EarlyAnswers
 from workbench_magic.serve.forwarding import ClientRoots
-from workbench_magic.serve.server import SERVE_HISTORY_LIMIT, Mode, WorkbenchServer
+from workbench_magic.serve.server import SERVE_HISTORY_LIMIT, Mode, WorkbenchServer, all_lazy
 
 logger = logging.getLogger("workbench_magic.server")
 
@@ -74,7 +74,8 @@ def serve(
         if transport == "stdio":
             from workbench_magic.serve.stdio import run_stdio
 
-            ClientRoots(workbench).install(server.lowlevel)  # the one client owns the roots (forwarding.py)
+            server.client_roots = ClientRoots(workbench)  # the one client owns the roots (forwarding.py)
+            server.client_roots.install(server.lowlevel)
             lane = os.environ.get("WORKBENCH_LANE", "") != "off"
             face = run_stdio(server, lane=lane, early=early.handover(_all_lazy(workbench)) if early else None)
         else:
@@ -95,14 +96,7 @@ def serve(
 
 def _all_lazy(workbench: Workbench) -> Callable[[str], bool]:
     """Whether every server of a toolbox starts lazily (its open answers from cached catalogs)."""
-
-    def all_lazy(toolbox: str) -> bool:
-        settings = workbench.settings
-        box = settings.toolboxes.get(toolbox)
-        default = workbench.lazy_servers
-        return box is not None and all(settings.lifecycle(toolbox, s, lazy_default=default)[0] for s in box.mcp_servers)
-
-    return all_lazy
+    return lambda toolbox: all_lazy(workbench, toolbox)
 
 
 SERVE_STOP = (0.4, 0.25)

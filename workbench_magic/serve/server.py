@@ -28,6 +28,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 from workbench_magic.api.workbench import Workbench
 from workbench_magic.engine import schema
 from workbench_magic.serve.forwarding import (
+    ClientRoots,
     Forwarder,
     Upstream,
     UpstreamChannel,
@@ -214,6 +215,9 @@ class WorkbenchServer(MCPServer):
         self._unsubscribe: Callable[[], None] | None = None
         self._forwarder = Forwarder()
         self._telling: set[asyncio.Task[None]] = set()
+        self.client_roots: ClientRoots | None = None
+        """The stdio face's one client as the servers' roots (run.py): a 2026-07-28 client is asked
+        for them before a call starts servers. None (HTTP, in-process): never asked outside a call."""
         if mode == "dynamic":
             self._unsubscribe = workbench.subscribe(self._downstream_event)
             self._advertise_list_changed()
@@ -277,6 +281,11 @@ class WorkbenchServer(MCPServer):
         try:
             if handler is not None:
                 _check_arguments(META_TOOLS[name], arguments)
+            if self.client_roots is not None:
+                asked = self.client_roots.ask_before_start(context, lambda: self._starts_servers(name, arguments))
+                if asked is not None:
+                    return asked
+            if handler is not None:
                 return await handler(arguments, context)
             info = self._dynamic.get(name)
             if info is None:
@@ -325,6 +334,26 @@ class WorkbenchServer(MCPServer):
             where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
             return _error(f"Tool '{ident.name}' {where} is for its app only")
         return await self._forward(ident, arguments.get("arguments") or {}, context)
+
+    def _starts_servers(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Whether serving this (checked) call may start a downstream server: the open of a toolbox
+        that is not open and not all lazy, or a call whose server is not running (its toolbox not
+        open yet, or the server idle or down)."""
+        workbench = self.workbench
+        if name == "open_toolbox":
+            toolbox = arguments["toolbox"]
+            configured = toolbox in workbench.settings.toolboxes
+            return configured and not workbench.is_open(toolbox) and not all_lazy(workbench, toolbox)
+        if name == "use_tool":
+            ident = parse_identifier(arguments["tool"])
+        elif name in self._dynamic:
+            ident = self._dynamic[name].identifier
+        else:
+            return False
+        if not workbench.is_open(ident.toolbox):
+            return ident.toolbox in workbench.settings.toolboxes
+        status = workbench.toolbox_state(ident.toolbox).servers.get(ident.server)
+        return status is not None and not status.connected
 
     def _known_tool(self, ident: Any) -> ToolInfo | None:
         """The tool's info when its toolbox is open (the call reports every other case itself)."""
@@ -478,6 +507,15 @@ def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:
         where = ".".join(str(p) for p in problem.path)
         detail = f"'{where}': {problem.message}" if where else problem.message
         raise UsageError(f"Invalid arguments for {meta.name}: {detail}")
+
+
+def all_lazy(workbench: Workbench, toolbox: str) -> bool:
+    """Whether every server of a configured toolbox starts lazily (its open answers from cached
+    catalogs, and starts none of them once they are cached)."""
+    settings = workbench.settings
+    box = settings.toolboxes.get(toolbox)
+    default = workbench.lazy_servers
+    return box is not None and all(settings.lifecycle(toolbox, s, lazy_default=default)[0] for s in box.mcp_servers)
 
 
 def _version() -> str:
