@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import stdio_server, toolbox, wait_until
+from conftest import children, stdio_server, toolbox, wait_until
 
 from workbench_magic import (
     ArgumentError,
     Batch,
     CallTimeoutError,
     InvalidIdentifierError,
+    ToolboxNotFoundError,
     ToolNotFoundError,
     ToolResult,
     UsageError,
@@ -187,6 +188,30 @@ def test_a_wrong_target_raises_at_once(wb: Workbench) -> None:
     assert not [r for r in wb.history if r.identifier.name == "nope"]
     with pytest.raises(InvalidIdentifierError):
         wb.map("t//echo", [{"text": "x"}], progress=False)
+
+
+def test_a_wrong_target_raises_before_the_progress_bar(wb: Workbench, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    with pytest.raises(ToolNotFoundError, match=r"^Tool 'nope' not found in server 's' \(toolbox 't'\)$"):
+        wb.map("t/s/nope", [{"x": 1}] * 5)  # not a terminal, not a kernel: tqdm's text bar on stderr
+    assert capsys.readouterr().err == ""
+    with pytest.raises(ToolboxNotFoundError):
+        wb.map("zz/s/echo", [{"text": "x"}])
+    assert capsys.readouterr().err == ""
+    wb.map("t/s/echo", [{"text": "x"}])
+    assert "t/s/echo" in capsys.readouterr().err  # a tool that is there has its bar
+
+
+def test_a_row_that_cannot_be_sent_is_that_rows_error(wb: Workbench) -> None:
+    servers = children()
+    rows = [{"text": "a"}, {"text": "bad \udcff"}, {"text": object()}, {"text": np.str_("d")}]
+    batch = wb.map("t/s/echo", rows, concurrency=1, progress=False)
+    assert [r.text for r in batch.ok] == ["a", "d"]
+    assert list(batch.errors) == [1, 2] and all(isinstance(e, ArgumentError) for e in batch.errors.values())
+    assert "argument 'text': the text cannot be encoded as UTF-8" in str(batch.errors[1])
+    assert "argument 'text': a value of type 'object' has no JSON form" in str(batch.errors[2])
+    assert [r.arguments for r in wb.history if r.identifier.name == "echo"] == [{"text": "a"}, {"text": "d"}]
+    assert children() == servers  # the connection stayed
 
 
 def test_bad_input_is_one_line(wb: Workbench) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.server_features import parse_identifier
+from workbench_magic.vocabulary.arguments import row_arguments
 from workbench_magic.vocabulary.batches import Batch
 from workbench_magic.vocabulary.errors import ConnectError, NotFoundError, UsageError, WorkbenchError
 
@@ -32,6 +33,9 @@ CallRow = Callable[[Any, dict[str, Any], float | None, None], Coroutine[Any, Any
 """The call coroutine of one row: (identifier, arguments, timeout, progress) -> ToolResult."""
 RunOnLoop = Callable[[Coroutine[Any, Any, Any], "QueueChannel"], Any]
 """Runs a coroutine on the workbench loop and waits, pumping the channel (`LoopThread.run`)."""
+
+Lookup = Callable[["ToolIdentifier"], Coroutine[Any, Any, Any]]
+"""Finds the tool on the loop as a call would (opening its toolbox), or raises as a call would."""
 
 UPDATES_PER_SECOND = 20
 """How often at most the loop posts the progress bar's count to the caller's thread."""
@@ -46,11 +50,13 @@ def run_batch(
     concurrency: int = 8,
     timeout: float | None = None,
     progress: bool = True,
+    lookup: Lookup | None = None,
 ) -> Batch:
     """`Workbench.map`: call `target` once per row, at most `concurrency` at once; a `Batch`.
 
-    `call` is the workbench's call coroutine, `run` its way onto the loop. A wrong target, rows
-    that are not mappings or a `concurrency` below 1 raise a one-line error before anything runs.
+    `call` is the workbench's call coroutine, `run` its way onto the loop, `lookup` finds the tool
+    as a call would. A wrong target, rows that are not mappings or a `concurrency` below 1 raise a
+    one-line error before anything runs (and before the progress bar shows).
     """
     ident = parse_identifier(target)
     workers = _concurrency(concurrency)
@@ -58,6 +64,8 @@ def run_batch(
     if not arguments:
         return Batch(identifier=ident)
     channel = waiting_channel()
+    if lookup is not None:
+        run(lookup(ident), channel)  # a tool that is not there raises here, before any bar
     bar = _Bar(str(ident), len(arguments)) if progress else None
     job = _Job(call, ident, arguments, workers, timeout, channel, bar.show if bar is not None else None)
     try:
@@ -81,7 +89,8 @@ def _concurrency(value: Any) -> int:
 # ---- rows -------------------------------------------------------------------------------------
 def as_rows(rows: Any) -> list[dict[str, Any]]:
     """The rows of `wb.map` as argument dicts of JSON types: an iterable of mappings, or a DataFrame
-    (one row per line). Numpy values become Python ones, NaN / NA / NaT None, dates ISO text."""
+    (one row per line). Numpy values become Python ones, NaN / NA / NaT None, dates ISO text; a
+    value with no JSON form stays, for its row's call to refuse (`row_arguments`)."""
     if _is_dataframe(rows):
         records: Iterable[Any] = rows.to_dict(orient="records")
     elif isinstance(rows, Mapping | str | bytes) or not isinstance(rows, Iterable):
@@ -92,40 +101,12 @@ def as_rows(rows: Any) -> list[dict[str, Any]]:
     for index, row in enumerate(records):
         if not isinstance(row, Mapping):
             raise UsageError(f"wb.map needs a mapping of arguments per row; row {index} is a {type(row).__name__}")
-        out.append({str(key): _plain(value) for key, value in row.items()})
+        out.append(row_arguments(row))
     return out
 
 
 def _is_dataframe(value: Any) -> bool:
     return type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_dict") and hasattr(value, "columns")
-
-
-_SIMPLE = (str, int, bool, type(None))
-
-
-def _plain(value: Any) -> Any:
-    """`value` with numpy and pandas values as plain Python (for JSON); anything else as it is."""
-    kind = type(value)
-    if kind in _SIMPLE:
-        return value
-    if kind is float:
-        return None if math.isnan(value) else value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    module = kind.__module__.split(".")[0]
-    if kind.__name__ in ("NAType", "NaTType") and module == "pandas":
-        return None
-    if module == "numpy" and hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if module == "pandas" and hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if isinstance(value, float):  # a float subclass
-        return None if math.isnan(value) else float(value)
-    if hasattr(value, "isoformat"):  # datetime, date, time, pandas.Timestamp
-        return value.isoformat()
-    return value
 
 
 def _raised(ident: ToolIdentifier, arguments: dict[str, Any], error: WorkbenchError) -> ToolResult:

@@ -17,14 +17,15 @@ from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel
+from workbench_magic.vocabulary.arguments import call_arguments
 from workbench_magic.vocabulary.errors import NotFoundError, WorkbenchError, task_not_found
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppHost, HostWorkbench
-    from workbench_magic.engine.jobs import Job
     from workbench_magic.engine.requesting import ProgressCallback
     from workbench_magic.engine.tasks import StatusCallback
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
 
 
@@ -64,8 +65,9 @@ class Calling(Facade):
         Args:
             identifier: the tool: `"toolbox/server/tool"`, `"toolbox__server__tool"`, a mapping, a
                 `ToolIdentifier` or a `ToolInfo`.
-            arguments: the tool's arguments (None: none); checked against its input schema first
-                when `validate_arguments` is on.
+            arguments: a mapping of the tool's arguments (None: none), sent as JSON values (numpy
+                and pandas values as plain ones, dates as ISO text, NA / NaT as None); checked
+                against its input schema first when `validate_arguments` is on.
             timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
             progress: called with each progress notification.
             server_log: called with each log line at warning or above.
@@ -77,7 +79,10 @@ class Calling(Facade):
             InvalidIdentifierError: `identifier` cannot be parsed.
             NotFoundError: no such toolbox, server or tool.
             ConnectError: the server could not connect.
-            ArgumentError: the arguments do not fit the tool's input schema; nothing was sent.
+            UsageError: `arguments` are not a mapping (a JSON text, a list); nothing was sent.
+            ArgumentError: the arguments do not fit the tool's input schema, or one has no JSON form
+                (an object, a set, bytes, NaN) or cannot be encoded (a lone surrogate); the message
+                names it; nothing was sent.
             CallTimeoutError: the call ran past its time limit and was cancelled on the server.
             ToolError: the call failed (transport, protocol error, lost connection).
             UrlElicitationRequired: the server needs the person to visit links first (`.urls`).
@@ -211,8 +216,22 @@ class Calling(Facade):
             ```
         """
         return run_batch(
-            self._acall, self._run, target, rows, concurrency=concurrency, timeout=timeout, progress=progress
+            self._acall,
+            self._run,
+            target,
+            rows,
+            concurrency=concurrency,
+            timeout=timeout,
+            progress=progress,
+            lookup=self._lookup,
         )
+
+    async def _lookup(self, ident: ToolIdentifier) -> ToolInfo:
+        """The tool as a call finds it: its toolbox opened, its server connected, then looked up."""
+        core, settings = self._core, self.settings
+        conn = await core.connection_opening(ident.toolbox, ident.server, settings)
+        await conn.ensure_connected()
+        return core.tool(ident, settings)
 
     def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
         """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
@@ -238,7 +257,7 @@ class Calling(Facade):
         on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
         ident = parse_identifier(identifier)
-        args = dict(arguments or {})
+        args = call_arguments(arguments, ident)
         call = self._core.call(
             ident,
             args,
@@ -284,6 +303,8 @@ class Calling(Facade):
 
         Raises:
             InvalidIdentifierError: `target` cannot be parsed (other failures end the task: `failed`).
+            UsageError: `arguments` are not a mapping; nothing started.
+            ArgumentError: an argument has no JSON form or cannot be encoded; nothing started.
 
         Example:
             ```python
@@ -293,7 +314,7 @@ class Calling(Facade):
             ```
         """
         ident = parse_identifier(target)
-        args = dict(arguments or {})
+        args = call_arguments(arguments, ident)
         channel: Channel | None = None
         try:
             channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
@@ -301,9 +322,9 @@ class Calling(Facade):
             pass
         core, loop = self._core, self._loop
 
-        def begin() -> Job:
+        def begin() -> TaskHandle:
             job = core.jobs.new(ident, args)
-            start_job(
+            return start_job(
                 job,
                 lambda: self._acall(
                     ident, args, timeout, progress, prefer_task=True, on_status=following(job), on_progress=noting(job)
@@ -311,14 +332,13 @@ class Calling(Facade):
                 loop,
                 channel,
             )
-            return job
 
-        return handle_of(loop.run_sync(begin), loop)
+        return loop.run_sync(begin)
 
     def tasks(self) -> TaskList:
-        """This session's `TaskHandle`s (`wb.start`), running first; a line each."""
-        core, loop = self._core, self._loop
-        return TaskList(handle_of(job, loop) for job in loop.run_sync(core.jobs.listing))
+        """This session's `TaskHandle`s, the very ones `wb.start` returned, running first; a line each."""
+        core = self._core
+        return self._loop.run_sync(lambda: TaskList(handle_of(job) for job in core.jobs.listing()))
 
     def task(self, id: str) -> TaskHandle:
         """The handle of task `id` (`t1`).
@@ -327,13 +347,18 @@ class Calling(Facade):
             id: the session's id of the task.
 
         Returns:
-            Its handle.
+            Its handle, the one `wb.start` returned.
 
         Raises:
             NotFoundError: no task `id` in this session.
         """
-        core, loop = self._core, self._loop
-        job = loop.run_sync(lambda: core.jobs.get(id))
-        if job is None:
+        core = self._core
+
+        def find() -> TaskHandle | None:
+            job = core.jobs.get(id)
+            return None if job is None else handle_of(job)
+
+        handle = self._loop.run_sync(find)
+        if handle is None:
             raise NotFoundError(task_not_found(id, [h.id for h in self.tasks()]))
-        return handle_of(job, loop)
+        return handle

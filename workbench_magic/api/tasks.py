@@ -1,7 +1,8 @@
 """`wb.start`'s handles: a call running in the background (an MCP task where its server runs the
 tool as one), watched and waited for from any thread.
 
-A `TaskHandle` reads its job's state, which the loop replaces whole (engine/jobs.py), and waits on
+A `TaskHandle` is its job's one handle (the job keeps it: `wb.tasks()` gives the handles `wb.start`
+returned). It reads the job's state, which the loop replaces whole (engine/jobs.py), and waits on
 the call's future; `cancel()` stops the call (an MCP task is cancelled on its server). In a
 notebook the handle shows one status line, updated in place, that becomes the result once the
 work ends (the notebook layer registers that display: `set_task_display`).
@@ -13,7 +14,7 @@ import asyncio
 import concurrent.futures
 import html
 from collections.abc import Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from workbench_magic.vocabulary.errors import WorkbenchError, raise_alone
 from workbench_magic.vocabulary.tasks import TaskState, TaskStatus
@@ -108,18 +109,25 @@ class TaskHandle:
             The tool's answer.
 
         Raises:
-            TimeoutError: the work is still running after `timeout` seconds (it goes on).
-            WorkbenchError: the task was cancelled or failed (`Task t1 (toolbox/server/tool) was cancelled`).
+            TimeoutError: this wait ran out after `timeout` seconds (the work goes on).
+            CallTimeoutError: the call itself ran past its time limit (`wb.start(..., timeout=)`).
+            WorkbenchError: the task was cancelled or failed (`Task t1 (toolbox/server/tool) was cancelled`),
+                or the error the call raised; an ended task raises the same each time it is asked.
         """
         try:
-            result = self._call.result(timeout)
+            # `exception` raises a timeout only when this wait ran out: a call's own timeout is its
+            # outcome (`CallTimeoutError` is a `TimeoutError` too), raised as it settled.
+            error = self._call.exception(timeout)
         except concurrent.futures.CancelledError:
-            raise_alone(WorkbenchError(f"Task {self.id} ({self.identifier}) was cancelled"))
+            raise_alone(self._cancelled_error())
         except concurrent.futures.TimeoutError:
             raise_alone(TimeoutError(f"Task {self.id} ({self.identifier}) is still {self.status} after {timeout:g} s"))
-        except WorkbenchError as exc:
-            raise_alone(exc)
-        return self._checked(result)
+        if error is not None:
+            _raise_settled(error)
+        return self._checked(self._call.result())
+
+    def _cancelled_error(self) -> WorkbenchError:
+        return WorkbenchError(f"Task {self.id} ({self.identifier}) was cancelled")
 
     def _checked(self, result: ToolResult) -> ToolResult:
         if result.is_error:
@@ -143,7 +151,9 @@ class TaskHandle:
         except asyncio.CancelledError:
             if not self._call.cancelled():
                 raise  # the awaiting task was cancelled, not the work
-            raise_alone(WorkbenchError(f"Task {self.id} ({self.identifier}) was cancelled"))
+            raise_alone(self._cancelled_error())
+        except Exception as exc:
+            _raise_settled(exc)
         return self._checked(result)
 
     def listen(self, callback: Callable[[TaskHandle], None], channel: Channel) -> Callable[[], None]:
@@ -188,10 +198,18 @@ class TaskHandle:
         display({"text/plain": repr(self), "text/html": self._repr_html_()}, raw=True)  # type: ignore[no-untyped-call]
 
 
-def handle_of(job: Job, loop: LoopThread) -> TaskHandle:
-    """The handle of a started job (its call is set as it starts)."""
-    assert job.call is not None
-    return TaskHandle(job, job.call, loop)
+def _raise_settled(error: BaseException) -> NoReturn:
+    """Raise the error a call settled with, as it was, each time it is asked for: a user's error
+    alone, without the frames of the waits that raised it before."""
+    if isinstance(error, WorkbenchError):
+        raise_alone(error.with_traceback(None))
+    raise error
+
+
+def handle_of(job: Job) -> TaskHandle:
+    """The one handle of a started job, `wb.start`'s (loop thread: the job is the loop's)."""
+    assert isinstance(job.handle, TaskHandle)
+    return job.handle
 
 
 def following(job: Job) -> Callable[[TaskState], None]:
@@ -219,12 +237,15 @@ def noting(job: Job) -> Callable[[float, float | None, str | None], None]:
 
 def start_job(
     job: Job, work: Callable[[], Coroutine[Any, Any, ToolResult]], loop: LoopThread, channel: Channel | None
-) -> None:
-    """Start a job's call on the loop (loop thread); the job ends with it: completed, failed (an
-    error result or a raised error, its text as the message) or cancelled, also when it was
-    cancelled before it ran (`work()` then never makes its coroutine)."""
+) -> TaskHandle:
+    """Start a job's call on the loop (loop thread) and give the job its one handle (it lives as
+    long as the job is listed, or held). The job ends with its call: completed, failed (an error
+    result or a raised error, its text as the message) or cancelled, also when it was cancelled
+    before it ran (`work()` then never makes its coroutine)."""
     job.call = loop.spawn(_run_job(job, work), channel)
     job.call.add_done_callback(lambda call: _cancelled(job) if call.cancelled() else None)
+    handle = job.handle = TaskHandle(job, job.call, loop)
+    return handle
 
 
 def _cancelled(job: Job) -> None:

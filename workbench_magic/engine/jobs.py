@@ -37,6 +37,9 @@ class Job:
         self.ended: float | None = None
         self.call: Call[Any] | None = None
         """The running call (set as the job starts, before any other thread sees the job)."""
+        self.handle: object | None = None
+        """Its one handle in the api layer (`wb.start`'s, set with `call`): the job keeps it, so
+        it lives as long as the job is listed (or held)."""
         self._listeners: list[Listener] = []
 
     def update(self, state: TaskState) -> None:

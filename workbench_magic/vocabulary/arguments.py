@@ -1,0 +1,264 @@
+"""A call's arguments as JSON values: what `wb.call`, `acall`, `submit`, `start` and `wb.map` send.
+
+One walk over the arguments, before anything is sent: numpy and pandas values become plain ones
+(scalars, arrays as lists, `Timestamp`s and dates as ISO text, `NA` / `NaT` None), tuples lists,
+str / int / float subclasses (enums) their plain values. A value with no JSON form (an object, a
+set, bytes, a key that is not a string, NaN or infinity) or text that cannot be encoded as UTF-8
+(a lone surrogate, as `os.listdir` gives for a file name that is not UTF-8) is an `ArgumentError`
+naming the argument by its path (`rows[2].x`): sent, it would fail the call or close the
+connection of every call in flight.
+
+Plain JSON values cost a type check each and are not copied (only the top mapping is: the
+call keeps the arguments it sent). numpy and pandas are never imported here: their values are
+known by their type's module.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import operator
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.vocabulary.errors import UsageError, invalid_arguments, raise_alone
+
+if TYPE_CHECKING:
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
+
+_isfinite = math.isfinite
+_SCALARS = frozenset({int, bool, type(None)})
+"""Types whose values are JSON values as they are (str and float need a look)."""
+
+_DETAIL = 300
+"""Characters of a problem's detail at most (as the schema check's)."""
+
+
+class _NoJsonForm(Exception):
+    """A value that cannot be sent; `path` grows (innermost first) as it leaves the walk."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str | int] = []
+
+
+def call_arguments(arguments: Any, ident: ToolIdentifier) -> dict[str, Any]:
+    """The arguments of a call of `ident` as JSON values, in a new dict.
+
+    Args:
+        arguments: a mapping of argument names to values, or None (no arguments).
+        ident: the tool called (named in the error).
+
+    Returns:
+        The arguments to send: a new top mapping; nested plain values are the caller's own.
+
+    Raises:
+        UsageError: `arguments` is not a mapping (a JSON text, a list).
+        ArgumentError: a value has no JSON form or cannot be encoded; it names the argument.
+    """
+    if arguments is None:
+        return {}
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
+        raise_alone(UsageError(not_a_mapping(arguments)))
+    try:
+        return _mapping(arguments, False, True)
+    except _NoJsonForm as problem:
+        detail = _detail(problem)
+    except RecursionError:
+        detail = "the arguments are nested too deeply (or contain themselves)"
+    raise_alone(invalid_arguments(ident.name, detail, server=ident.server, toolbox=ident.toolbox))
+
+
+def row_arguments(row: Mapping[Any, Any]) -> dict[str, Any]:
+    """A `wb.map` row as JSON values, leniently: NaN (a DataFrame's empty cell) is None, a set a
+    list, a key its text; a value with no JSON form is kept as it is, for the row's call to refuse
+    (`call_arguments`) as that row's error.
+
+    Args:
+        row: one row's mapping of argument names to values.
+
+    Returns:
+        A new dict.
+    """
+    try:
+        return _mapping(row, True, True)
+    except RecursionError:
+        return dict(row)  # its call says so
+
+
+def not_a_mapping(arguments: Any) -> str:
+    """`Tool arguments must be a mapping of argument names to values, not a str (...)`."""
+    kind = type(arguments).__name__
+    article = "an" if kind[:1].lower() in ("a", "e", "i", "o", "u") else "a"
+    hint = " (parse JSON text with json.loads first)" if isinstance(arguments, str | bytes) else ""
+    return f"Tool arguments must be a mapping of argument names to values, not {article} {kind}{hint}"
+
+
+def _detail(problem: _NoJsonForm) -> str:
+    path = problem.path[::-1]
+    parts = [f"[{p}]" if isinstance(p, int) else _printable(p) for p in path]
+    where = ".".join(parts).replace(".[", "[")
+    detail = f"argument '{where}': {problem.reason}" if where else problem.reason
+    return detail if len(detail) <= _DETAIL else detail[: _DETAIL - 3] + "..."
+
+
+def _printable(text: str) -> str:
+    """`text` with any lone surrogate as `\\udXXX` (a message must print)."""
+    return text if _encodes(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _encodes(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable(text: str, what: str) -> str:
+    index = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+    return f"{what} cannot be encoded as UTF-8 (a lone surrogate {text[index]!r} at index {index})"
+
+
+# ---- the walk: `loose` is `wb.map`'s row mode (see `row_arguments`) ------------------------------
+def _value(value: Any, loose: bool) -> Any:
+    kind = type(value)
+    if kind is str:
+        if value.isascii() or _encodes(value) or loose:
+            return value
+        raise _NoJsonForm(_unencodable(value, "the text"))
+    if kind in _SCALARS:
+        return value
+    if kind is float:
+        if _isfinite(value):
+            return value
+        return _not_finite(value, loose)
+    if kind is dict:
+        return _mapping(value, loose, False)
+    if kind is list:
+        return _list(value, loose)
+    return _other(value, loose)
+
+
+def _mapping(value: Mapping[Any, Any], loose: bool, copy: bool) -> dict[str, Any]:
+    """`value` as a dict of JSON values: itself when nothing changes and `copy` is not asked."""
+    out: dict[str, Any] | None = {} if copy else None
+    for key, item in value.items():
+        name = key if type(key) is str and (key.isascii() or _encodes(key)) else _key(key, loose)
+        kind = type(item)
+        if kind in _SCALARS or (kind is str and item.isascii()) or (kind is float and _isfinite(item)):
+            new = item  # the common case, without a call
+        else:
+            try:
+                new = _value(item, loose)
+            except _NoJsonForm as problem:
+                problem.path.append(name)
+                raise
+        if out is None:
+            if new is item and name is key:
+                continue
+            out = {}
+            for before, kept in value.items():  # the items up to here, unchanged
+                if before is key:
+                    break
+                out[before] = kept
+        out[name] = new
+    return value if out is None else out  # type: ignore[return-value]
+
+
+def _key(key: Any, loose: bool) -> str:
+    if isinstance(key, str):
+        text = str.__str__(key)  # a str subclass (StrEnum) as its text
+        if _encodes(text) or loose:
+            return text
+        problem = _NoJsonForm(_unencodable(text, "the name"))
+        problem.path.append(text)
+        raise problem
+    if loose:
+        return str(key)
+    raise _NoJsonForm(f"key {key!r} is not a string")
+
+
+def _list(value: list[Any], loose: bool) -> list[Any]:
+    """`value` as a list of JSON values: itself when nothing changes."""
+    out: list[Any] | None = None
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind in _SCALARS or (kind is str and item.isascii()) or (kind is float and _isfinite(item)):
+            new = item  # the common case, without a call
+        else:
+            try:
+                new = _value(item, loose)
+            except _NoJsonForm as problem:
+                problem.path.append(index)
+                raise
+        if out is None:
+            if new is item:
+                continue
+            out = value[:index]
+        out.append(new)
+    return value if out is None else out
+
+
+def _not_finite(value: float, loose: bool) -> Any:
+    if loose:
+        return None if math.isnan(value) else value  # NaN: a DataFrame's empty cell
+    word = "NaN" if math.isnan(value) else "infinity" if value > 0 else "-infinity"
+    raise _NoJsonForm(f"{word} has no JSON form")
+
+
+def _other(value: Any, loose: bool) -> Any:
+    """Anything but an exact str, int, bool, None, float, dict or list."""
+    kind = type(value)
+    module = kind.__module__.partition(".")[0]
+    if module == "numpy" or module == "pandas":
+        converted = _foreign(value, kind.__name__, module, loose)
+        if converted is not _UNKNOWN:
+            return converted
+    if isinstance(value, str):
+        return _value(str.__str__(value), loose)
+    if isinstance(value, int):
+        return operator.index(value)
+    if isinstance(value, float):
+        return _value(float.__float__(value), loose)
+    if isinstance(value, Mapping):
+        return _mapping(value, loose, True)
+    if isinstance(value, list):
+        return _list(list(value), loose)
+    if isinstance(value, tuple) or (loose and isinstance(value, set | frozenset)):
+        return _list(list(value), loose)
+    if isinstance(value, datetime.date | datetime.time):  # datetime, pandas.Timestamp too
+        return value.isoformat()
+    if loose:
+        return value
+    raise _NoJsonForm(f"a value of type '{kind.__name__}' has no JSON form")
+
+
+_UNKNOWN = object()
+"""`_foreign`'s answer for a numpy or pandas value it leaves to the general rules."""
+
+
+def _foreign(value: Any, name: str, module: str, loose: bool) -> Any:
+    """A numpy or pandas value (neither imported here) as JSON values, or `_UNKNOWN`."""
+    if module == "pandas":
+        if name in ("NAType", "NaTType"):
+            return None
+        if hasattr(value, "columns") and hasattr(value, "to_dict"):  # a DataFrame: its rows
+            return _value(value.to_dict(orient="records"), loose)
+        if isinstance(value, datetime.date | datetime.time):
+            return value.isoformat()
+    elif name == "datetime64":
+        return None if value != value else str(value)  # NaT is not equal to itself
+    elif name == "timedelta64":
+        return _UNKNOWN
+    elif name == "ndarray" and value.dtype.kind in "Mm":  # `tolist` gives dates as integers
+        return _list(list(value), loose)
+    if hasattr(value, "tolist"):  # numpy scalars and arrays, pandas Series and Index
+        return _value(value.tolist(), loose)
+    return _UNKNOWN
+
+
+__all__ = ["call_arguments", "not_a_mapping", "row_arguments"]
