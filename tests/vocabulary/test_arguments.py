@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import datetime
 import enum
+import pathlib
 import subprocess
 import sys
 import uuid
@@ -97,6 +98,8 @@ def test_python_values_with_a_json_form() -> None:
             view=collections.UserDict({"k": "v"}),
             big=10**30,
             text="naïve ✓",
+            folder=pathlib.PurePosixPath("/data/in"),
+            id=uuid.UUID(int=1),
         ),
         TOOL,
     )
@@ -110,6 +113,8 @@ def test_python_values_with_a_json_form() -> None:
         "view": {"k": "v"},
         "big": 10**30,
         "text": "naïve ✓",
+        "folder": "/data/in",
+        "id": "00000000-0000-0000-0000-000000000001",
     }
     assert type(sent) is dict and type(sent["color"]) is str and type(sent["level"]) is int
 
@@ -138,7 +143,6 @@ def test_plain_values_are_not_copied_but_the_top_mapping_is() -> None:
         ({"tags": {"a"}}, "argument 'tags': a value of type 'set' has no JSON form"),
         ({"tags": frozenset()}, "argument 'tags': a value of type 'frozenset' has no JSON form"),
         ({"data": b"abc"}, "argument 'data': a value of type 'bytes' has no JSON form"),
-        ({"id": uuid.UUID(int=1)}, "argument 'id': a value of type 'UUID' has no JSON form"),
         ({"wait": datetime.timedelta(seconds=1)}, "argument 'wait': a value of type 'timedelta' has no JSON form"),
         ({"wait": np.timedelta64(1, "s")}, "argument 'wait': a value of type 'timedelta64' has no JSON form"),
         ({"options": {1: "one"}}, "argument 'options': key 1 is not a string"),

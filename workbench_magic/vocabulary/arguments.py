@@ -2,11 +2,11 @@
 
 One walk over the arguments, before anything is sent: numpy and pandas values become plain ones
 (scalars, arrays as lists, `Timestamp`s and dates as ISO text, `NA` / `NaT` None), tuples lists,
-str / int / float subclasses (enums) their plain values. A value with no JSON form (an object, a
-set, bytes, a key that is not a string, NaN or infinity) or text that cannot be encoded as UTF-8
-(a lone surrogate, as `os.listdir` gives for a file name that is not UTF-8) is an `ArgumentError`
-naming the argument by its path (`rows[2].x`): sent, it would fail the call or close the
-connection of every call in flight.
+str / int / float subclasses (enums) their plain values, paths and UUIDs their text. A value with
+no JSON form (an object, a set, bytes, a key that is not a string, NaN or infinity) or text that
+cannot be encoded as UTF-8 (a lone surrogate, as `os.listdir` gives for a file name that is not
+UTF-8) is an `ArgumentError` naming the argument by its path (`rows[2].x`): sent, it would fail
+the call or close the connection of every call in flight.
 
 Plain JSON values cost a type check each and are not copied (only the top mapping is: the
 call keeps the arguments it sent). numpy and pandas are never imported here: their values are
@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import math
 import operator
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -232,6 +233,10 @@ def _other(value: Any, loose: bool) -> Any:
         return _list(list(value), loose)
     if isinstance(value, datetime.date | datetime.time):  # datetime, pandas.Timestamp too
         return value.isoformat()
+    if isinstance(value, os.PathLike) or kind.__module__ == "uuid":  # a path, a UUID: their text
+        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+        if isinstance(text, str):
+            return _value(text, loose)
     if loose:
         return value
     raise _NoJsonForm(f"a value of type '{kind.__name__}' has no JSON form")
