@@ -125,3 +125,34 @@ def test_the_rendering_names_each_method(wb: Workbench) -> None:
         if "method" in message.message:
             assert message.message["method"] in html and message.message["method"] in text
     assert "workbench" in html and "t/new" in html
+
+
+def test_a_cancelled_call_is_listed_in_the_order_seen(wb: Workbench) -> None:
+    from workbench_magic import CallTimeoutError
+
+    wb.open("t")
+    with wb.trace("t/new") as trace:
+        with pytest.raises(CallTimeoutError):
+            wb.call("t/new/slow", {"steps": 200, "delay": 0.01}, timeout=0.3, progress=lambda *_: None)
+        wb.call("t/new/echo", {"text": "after"})
+    messages = trace.messages
+    lines = repr(trace).splitlines()[1:]
+    assert [line.split()[0] for line in lines] == [f"{m.time:.3f}" for m in messages]  # the order seen
+    assert [line.split("t/new", 1)[1].strip() for line in lines] == [m.label for m in messages]
+    slow = next(g for g in exchanges(messages) if g[0].message.get("params", {}).get("name") == "slow")
+    cancel = next(m for m in slow if m.message.get("method") == "notifications/cancelled")
+    assert cancel.message["params"]["requestId"] == slow[0].message["id"]  # in the exchange of the call it ends
+
+
+def test_the_diagram_of_a_large_trace_stays_small_and_the_data_keeps_everything(wb: Workbench, tmp_path: Path) -> None:
+    wb.open("t")
+    texts = [f"{n:04d}" + "x" * 49_996 for n in range(100)]
+    with wb.trace("t/new") as trace:
+        for text in texts:
+            wb.call("t/new/echo", {"text": text})
+    html = trace._repr_html_()
+    assert len(html) < 4_000_000  # 15 MB before: every message whole, its text twice (and structured)
+    assert texts[-1] in html and "(+49800 chars)" in html  # the newest whole, the others shortened
+    saved = Path(trace.to_json(tmp_path / "trace.json")).read_text()
+    assert all(text in saved for text in texts)
+    assert [m.message["params"]["arguments"]["text"] for m in trace.messages if "params" in m.message] == texts

@@ -171,6 +171,36 @@ def test_history_is_capped_oldest_first_out(make_workbench) -> None:
     assert [r.arguments["text"] for r in wb.history] == ["7", "8"]
 
 
+def test_history_keeps_answers_whole_within_its_byte_budget(make_workbench) -> None:
+    """Calls with big answers kept every answer (20 of 5 MB: 95 MB): past `history_bytes`, the oldest
+    records keep their summary line and drop their answer, and saying so."""
+    assert Workbench().history_bytes == 64 * 2**20
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}}, history_bytes=1_000_000)
+    wb.open("t")
+    texts = [f"call{n:02d}-" + "x" * 199_993 for n in range(12)]  # 200 KB each way: 400 KB a call
+    for text in texts:
+        wb.call("t/s/echo", {"text": text})
+    history = wb.history
+    assert len(history) == 12 and all(r.ok and r.elapsed > 0 for r in history)
+    whole = [r for r in history if r.answer is not None]
+    assert [r.arguments["text"] for r in whole] == texts[-2:]  # the newest within 1 MB
+    assert [r.answer.structured_content for r in whole] == [{"result": text} for text in texts[-2:]]
+    for record, text in zip(history[:10], texts, strict=False):  # the older ones: their summary line
+        assert record.answer is None and record.answer_dropped and record.identifier == whole[0].identifier
+        assert record.arguments == {"text": f"{text[:100]}… (+199900 chars)"}
+        assert "(answer dropped)" in repr(record) and "(answer dropped)" in history._repr_html_()
+    assert not whole[0].answer_dropped and "(answer dropped)" not in repr(whole[0])
+    kept = sum(len(r.arguments["text"]) + len(r.answer.structured_content["result"]) for r in whole)
+    assert kept <= 1_000_000
+    # a smaller budget applies at once; the count still bounds the summaries
+    wb.history_bytes = 500_000
+    wb.history_limit = 5
+    wb.call("t/s/echo", {"text": "small"})
+    history = wb.history
+    assert len(history) == 5 and [r.answer is not None for r in history] == [False, False, False, True, True]
+    assert history[-1].answer.structured_content == {"result": "small"}
+
+
 def test_stderr_log_keeps_its_newest_bytes(make_workbench, monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench_magic.engine import serverlog
 

@@ -345,6 +345,8 @@ PROTOCOL_CELLS = [
     "%use_tool t/s/echo text=traced",
     "from workbench_magic import Workbench\n"
     "for n in range(30):\n    Workbench.shared().call('t/s/echo', {'text': 'again'})",
+    "Workbench.shared().call('t/s/echo', {'text': 'long-' + 'y' * 995 + '-end'})",
+    "Workbench.shared().call('t/s/echo', {'text': 'after'})",
 ]
 
 
@@ -404,3 +406,18 @@ def test_protocol_in_jupyterlab(protocol_lab: Lab) -> None:
         newest = page.locator(".wb-protocol .wb-trace .wb-arrow").last
         expect(newest).to_be_in_viewport()
         assert box.evaluate("box => box.scrollHeight - box.scrollTop - box.clientHeight") < 8
+        # a long value is shortened; "whole message" asks the kernel for the message, which stays
+        # whole when the diagram is drawn again
+        run_cell(page, 3)
+        expect(page.locator(".wb-protocol-status")).to_contain_text("64 messages (recording t/s)", timeout=30_000)
+        long_call = page.locator(".wb-protocol details", has=arrow).last
+        long_call.locator(".wb-arrow").click()
+        shown = long_call.locator("pre")
+        expect(shown).to_contain_text("(+804 chars)")
+        expect(shown).not_to_contain_text("-end")
+        long_call.locator("button.wb-whole").click()
+        expect(shown).to_contain_text("y-end", timeout=30_000)
+        expect(long_call.locator("button.wb-whole")).to_have_count(0)
+        run_cell(page, 4)
+        expect(page.locator(".wb-protocol-status")).to_contain_text("66 messages (recording t/s)", timeout=30_000)
+        expect(page.locator(".wb-protocol details", has=arrow).nth(-2).locator("pre")).to_contain_text("y-end")

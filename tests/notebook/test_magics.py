@@ -223,6 +223,18 @@ def test_config_magic_lists_and_sets_traits(ip: InteractiveShell, capsys) -> Non
     assert Workbench.shared().timeout == 12.5
 
 
+def test_history_bytes_is_set_with_config(ip: InteractiveShell, capsys) -> None:
+    capsys.readouterr()
+    ip.run_cell("%config Workbench")
+    assert "Workbench.history_bytes" in capsys.readouterr().out
+    run(ip, "%config Workbench.history_bytes = 10")
+    wb = Workbench.shared()
+    assert wb.history_bytes == 10
+    run(ip, "%use_tool t/s/echo text=long-enough-to-pass-ten-bytes")
+    (record,) = wb.history
+    assert record.answer is None and record.answer_dropped and record.ok
+
+
 def test_completion(ip: InteractiveShell) -> None:
     from IPython.core.completer import provisionalcompleter
 

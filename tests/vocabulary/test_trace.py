@@ -73,3 +73,61 @@ def test_the_renderings_draw_each_message_once_between_its_lanes() -> None:
         ["result", "#1"],
         ["server/discover", "#1"],
     ]
+
+
+def test_text_lists_messages_in_the_order_seen_and_a_cancel_joins_the_call_it_cancels() -> None:
+    """A cancelled call gets no response, and its cancel names it by `requestId`, not `id`: the cancel
+    belongs to the call's exchange, and progress already on its way after it is listed after it."""
+    meta = {"_meta": {"progressToken": "p"}}
+    messages = wire(
+        ("->", {"id": 3, "method": "tools/call", "params": {"name": "slow", **meta}}),
+        ("<-", {"method": "notifications/progress", "params": {"progressToken": "p", "progress": 1}}),
+        ("->", {"method": "notifications/cancelled", "params": {"requestId": 3, "reason": "timed out"}}),
+        ("->", {"id": 4, "method": "tools/call", "params": {"name": "echo"}}),
+        ("<-", {"method": "notifications/progress", "params": {"progressToken": "p", "progress": 2}}),
+        ("<-", {"method": "notifications/message", "params": {"level": "info", "data": "echoing"}}),
+        ("<-", {"id": 4, "result": {"content": []}}),
+    )
+    lines = render_text(messages).splitlines()
+    assert [line.split()[0] for line in lines] == [f"{n / 100:.3f}" for n in range(len(messages))]
+    assert [line.split("t/s")[1] for line in lines] == [
+        "  tools/call #3",
+        "    notifications/progress",
+        "    notifications/cancelled",
+        "  tools/call #4",
+        "    notifications/progress",  # the cancelled call's, in flight when the server heard the cancel
+        "    notifications/message",
+        "    result #4",
+    ]
+    assert labels(exchanges(messages)) == [
+        ["tools/call #3", "notifications/progress", "notifications/cancelled", "notifications/progress"],
+        ["tools/call #4", "notifications/message", "result #4"],  # the log goes to the call still open
+    ]
+
+
+def echoes(count: int, size: int) -> list[TraceMessage]:
+    """`count` echo calls of `size` characters each, with their results."""
+    items: list[tuple[str, dict[str, Any]]] = []
+    for n in range(count):
+        text = f"echo{n:04d}" + "x" * (size - 8)
+        items.append(("->", {"id": n, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}))
+        items.append(("<-", {"id": n, "result": {"content": [{"type": "text", "text": text}]}}))
+    return wire(*items)
+
+
+def test_the_diagram_of_many_large_messages_stays_small() -> None:
+    """5,000 echoes of 20 KB were 210 MB of HTML: the diagram draws the newest messages within its
+    budget, each value shortened, and the newest messages whole one click away."""
+    messages = echoes(5_000, 20_000)
+    html = render_html(messages, dropped=7)
+    assert len(html) < 4_000_000
+    drawn = html.count("<details data-key=")
+    assert 100 < drawn < len(messages)
+    assert f"{len(messages) - drawn} older messages not drawn" in html and "7 older messages dropped" in html
+    assert "echo4999" in html and "echo0000" not in html  # the newest are drawn
+    assert "(+19800 chars)" in html  # a shortened value says how much it left out
+    newest = messages[-1].message["result"]["content"][0]["text"]
+    assert newest in html  # the newest message is there whole, one click away
+    assert ".messages[0]" not in html and f".messages[{len(messages) - drawn}]" in html  # the others say where
+    small = render_html(echoes(3, 50))
+    assert "(+" not in small and "whole message" not in small  # nothing shortened: the JSON as it is

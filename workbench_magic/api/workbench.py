@@ -38,6 +38,7 @@ from workbench_magic.api.toolboxes import OpenedToolbox
 from workbench_magic.engine.cassette_deck import CassetteDeck
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Options
+from workbench_magic.engine.history import HISTORY_BYTES
 from workbench_magic.engine.runtime import Call, LoopThread
 from workbench_magic.vocabulary.errors import (
     NotFoundError,
@@ -123,6 +124,11 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
     validate_arguments = Bool(True, help="Check arguments against the tool's input schema first.").tag(config=True)
     display_limit = Int(50, help="Rows shown in tables of tools, records and history.").tag(config=True)
     history_limit = Int(10_000, help="Calls kept in `history` (oldest first out).").tag(config=True)
+    history_bytes = Int(
+        HISTORY_BYTES,
+        help="Bytes of arguments and answers `history` keeps whole (about: characters of their JSON); older "
+        "calls keep their summary line (identifier, arguments shortened, elapsed, ok), their answer dropped.",
+    ).tag(config=True)
     server_log_level = CaselessStrEnum(
         LOG_LEVELS, default_value="info", help="Lowest level of the log messages servers are asked to send."
     ).tag(config=True)
@@ -191,6 +197,7 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
             connect_timeout=self.connect_timeout,
             validate_arguments=self.validate_arguments,
             history_limit=self.history_limit,
+            history_bytes=self.history_bytes,
             server_log_level=self.server_log_level,
             render_apps=self.render_apps,
             lazy_servers=self.lazy_servers,
@@ -202,6 +209,7 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
         "connect_timeout",
         "validate_arguments",
         "history_limit",
+        "history_bytes",
         "server_log_level",
         "render_apps",
         "lazy_servers",
@@ -567,7 +575,10 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
 
     @property
     def history(self) -> History:
-        """Every call of the session, oldest first (at most `history_limit`); a copy."""
+        """Every call of the session, oldest first (at most `history_limit`); a copy.
+
+        The newest calls are whole within `history_bytes`; older ones are their summary line (no
+        answer, long arguments shortened, `answer_dropped`)."""
         core = self._core
         return History(self._loop.run_sync(core.history) if self._loop.alive else core.history())
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -21,6 +20,7 @@ from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.catalog import CatalogCache
 from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
 from workbench_magic.engine.connection import Connection
+from workbench_magic.engine.history import HISTORY_BYTES, CallHistory, answer_size, estimate
 from workbench_magic.engine.jobs import Jobs
 from workbench_magic.engine.lazy import LazyStart, client_offer
 from workbench_magic.engine.runtime import current_channel
@@ -83,6 +83,7 @@ class Options:
     connect_timeout: float = 30.0
     validate_arguments: bool = True
     history_limit: int = 10_000
+    history_bytes: int = HISTORY_BYTES
     sampling_handler: SamplingHandler | None = None
     elicitation_handler: ElicitationHandler | None = None
     roots: tuple[str, ...] = ()
@@ -112,7 +113,7 @@ class Core:
         self.options = options
         self.state: Mapping[str, BoxState] = MappingProxyType({})
         self._boxes: dict[str, _Box] = {}
-        self._history: deque[CallRecord] = deque(maxlen=max(0, options.history_limit))
+        self._history = CallHistory(options.history_limit, options.history_bytes)
         self._subscribers: tuple[Subscriber, ...] = ()
         self._live: dict[tuple[str, str], Any] = {}
         """The server objects added from the notebook (`add_server`; their config is in `settings`)."""
@@ -128,8 +129,8 @@ class Core:
 
     # ---- settings, subscribers, snapshots -----------------------------------------------------
     def set_options(self, options: Options) -> None:
-        if options.history_limit != self._history.maxlen:
-            self._history = deque(self._history, maxlen=max(0, options.history_limit))
+        if (options.history_limit, options.history_bytes) != (self.options.history_limit, self.options.history_bytes):
+            self._history.bound(options.history_limit, options.history_bytes)
         previous, self.options = self.options, options
         if options.server_log_level != previous.server_log_level:
             for box in self._boxes.values():
@@ -224,7 +225,7 @@ class Core:
             self._emit(event)
 
     def history(self) -> list[CallRecord]:
-        return list(self._history)
+        return self._history.records()
 
     # ---- lifecycle ----------------------------------------------------------------------------
     async def open(
@@ -487,12 +488,13 @@ class Core:
         failed = result.error_message() if result.is_error else None
         structured = result.structured_content
         answer = ToolAnswer(result.is_error, structured, result.text if structured is None else "")
-        self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets, answer)
+        size = answer_size(answer, raw.content)
+        self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets, answer, size)
         return result
 
     def remember(self, record: CallRecord) -> None:
         """Add an exchange made outside `call` to the history (an MCP App view's, kind `app`)."""
-        self._history.append(record)
+        self._history.append(record, estimate(record.arguments) + estimate(record.answer))
 
     def _remember_request(self, request: Request) -> None:
         from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -503,7 +505,8 @@ class Core:
         self._history.append(
             CallRecord(
                 ident, asked, request.started, request.elapsed, request.ok, error, request.kind, request.answered
-            )
+            ),
+            estimate(asked) + estimate(request.answered),
         )
 
     def _remember_call(
@@ -516,7 +519,9 @@ class Core:
         error: str | None,
         secrets: frozenset[str] = frozenset(),
         answer: ToolAnswer | None = None,
+        size: int = 0,
     ) -> None:
+        """Add a tool call to the history; `size` is its answer's (`answer_size`)."""
         if secrets:
             args = mask_value(args, secrets)
             error = mask(error, secrets) if error else error
@@ -524,7 +529,8 @@ class Core:
                 answer = ToolAnswer(
                     answer.is_error, mask_value(answer.structured_content, secrets), mask(answer.text, secrets)
                 )
-        self._history.append(CallRecord(ident, args, started, time.perf_counter() - t0, ok, error, answer=answer))
+        record = CallRecord(ident, args, started, time.perf_counter() - t0, ok, error, answer=answer)
+        self._history.append(record, size + estimate(args))
 
 
 _background: set[asyncio.Future[Any]] = set()

@@ -19,7 +19,7 @@ from typing import Any, Literal, NoReturn
 from workbench_magic.api.workbench import Workbench
 from workbench_magic.serve.early import EarlyAnswers
 from workbench_magic.serve.forwarding import ClientRoots
-from workbench_magic.serve.server import SERVE_HISTORY_LIMIT, Mode, WorkbenchServer, all_lazy
+from workbench_magic.serve.server import SERVE_HISTORY_BYTES, SERVE_HISTORY_LIMIT, Mode, WorkbenchServer, all_lazy
 
 logger = logging.getLogger("workbench_magic.server")
 
@@ -60,7 +60,7 @@ def serve(
         httpface.check_bind(host, token)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     _fast_loop()
-    workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT)
+    workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT, history_bytes=SERVE_HISTORY_BYTES)
     server = WorkbenchServer(workbench, mode)
     logger.info("serving %s (%s mode) over %s", workbench.config_source, mode, transport)
     if transport == "http" and host not in httpface.LOOPBACK:

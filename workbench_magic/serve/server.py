@@ -48,6 +48,8 @@ Answer = types.CallToolResult | types.InputRequiredResult
 MAX_TOOL_NAME = 64
 SERVE_HISTORY_LIMIT = 1_000
 """`serve` runs for days: it keeps fewer calls in its history than a notebook."""
+SERVE_HISTORY_BYTES = 16 * 2**20
+"""... and fewer of their answers whole (`Workbench.history_bytes`): nobody reads them there."""
 SERVED_ELSEWHERE = "A WorkbenchServer must be served on its workbench's loop: workbench.run_on_loop(...)"
 ANSWER_WAIT = 10.0
 """Dynamic mode: at most this long a tool-list notification waits for the answer it follows."""

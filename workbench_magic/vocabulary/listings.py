@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.rendering import esc, first_line, json_dump
+from workbench_magic.vocabulary.rendering import esc, first_line, json_dump, shorten
 
 if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -379,6 +379,9 @@ class CallRecord:
     None when the call raised). A request a server
     made of the client is `sampling`, `elicitation` or `roots`, with `identifier.name` that kind,
     `arguments` what was asked and `answer` what was answered.
+
+    A record older than what `Workbench.history_bytes` keeps whole is its summary: `answer` None
+    with `answer_dropped` True, and long `arguments` values shortened (`"abc… (+N chars)"`).
     """
 
     identifier: ToolIdentifier
@@ -389,6 +392,8 @@ class CallRecord:
     error: str | None = None
     kind: str = "tool"
     answer: Any = None
+    answer_dropped: bool = False
+    """The answer was dropped to keep the history within `Workbench.history_bytes`."""
 
     @property
     def label(self) -> str:
@@ -398,9 +403,19 @@ class CallRecord:
 
     def __repr__(self) -> str:
         when = time.strftime("%H:%M:%S", time.localtime(self.started))
-        status = "ok" if self.ok else f"error: {self.error}"
-        answer = f" -> {json_dump(self.answer, None)}" if self.kind != "tool" else ""
-        return f"{when} {self.label} {json_dump(self.arguments, None)}{answer} {self.elapsed * 1000:.0f} ms {status}"
+        answer = f" -> {_shown(self.answer)}" if self.kind != "tool" else ""
+        return f"{when} {self.label} {_shown(self.arguments)}{answer} {self.elapsed * 1000:.0f} ms {_status(self)}"
+
+
+def _status(record: CallRecord) -> str:
+    """`ok` or `error: ...`, and `(answer dropped)` for a summary."""
+    status = "ok" if record.ok else f"error: {record.error or ''}"
+    return f"{status} (answer dropped)" if record.answer_dropped else status
+
+
+def _shown(value: Any) -> str:
+    """`value` as one line of JSON, long values shortened (a listing shows a summary)."""
+    return json_dump(shorten(value)[0], None)
 
 
 class History(list[CallRecord]):
@@ -409,9 +424,9 @@ class History(list[CallRecord]):
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td>{esc(time.strftime('%H:%M:%S', time.localtime(r.started)))}</td>"
-            f"<td><code>{esc(r.label)}</code></td><td><code>{esc(json_dump(r.arguments, None))}</code>"
-            f"{'' if r.kind == 'tool' else ' → <code>' + esc(json_dump(r.answer, None)) + '</code>'}</td>"
-            f"<td>{r.elapsed * 1000:.0f} ms</td><td>{'ok' if r.ok else esc('error: ' + (r.error or ''))}</td></tr>"
+            f"<td><code>{esc(r.label)}</code></td><td><code>{esc(_shown(r.arguments))}</code>"
+            f"{'' if r.kind == 'tool' else ' → <code>' + esc(_shown(r.answer)) + '</code>'}</td>"
+            f"<td>{r.elapsed * 1000:.0f} ms</td><td>{esc(_status(r))}</td></tr>"
             for r in self
         )
         return (

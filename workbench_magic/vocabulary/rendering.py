@@ -17,6 +17,35 @@ def json_dump(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
 
+def shorten(value: Any, *, text: int = 200, items: int = 50) -> tuple[Any, bool]:
+    """`value` (JSON-like) with each string over `text` characters cut (`"abc… (+N chars)"`) and
+    each list or object over `items` entries cut (a last entry `"… (+N items)"`), and whether
+    anything was cut. What is not cut is the same object."""
+    if isinstance(value, str):
+        if len(value) <= text:
+            return value, False
+        return f"{value[:text]}… (+{len(value) - text} chars)", True
+    if isinstance(value, dict):
+        shown, cut = {}, len(value) > items
+        for n, (key, item) in enumerate(value.items()):
+            if n == items:
+                shown["…"] = f"(+{len(value) - items} items)"
+                break
+            shown[key], inner = shorten(item, text=text, items=items)
+            cut = cut or inner
+        return (shown, True) if cut else (value, False)
+    if isinstance(value, list | tuple):
+        kept, cut = [], len(value) > items
+        for item in value[:items]:
+            short, inner = shorten(item, text=text, items=items)
+            kept.append(short)
+            cut = cut or inner
+        if len(value) > items:
+            kept.append(f"… (+{len(value) - items} items)")
+        return (kept, True) if cut else (value, False)
+    return value, False
+
+
 def first_line(text: str | None, limit: int = 100) -> str:
     """The first non-blank line of `text`, cut to `limit` characters with `…`."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""

@@ -7,6 +7,13 @@ the `message` itself as a dict. The diagram draws the workbench and each server 
 arrow per message, each response right under its request, and the rounds of a multi-round-trip
 request (a 2026-07-28 `input_required` result, then the retry naming its `requestState`) as one
 exchange; clicking an arrow opens the message as JSON (plain HTML `<details>`, no script).
+
+The diagram stays small for any trace (a notebook output of many MB trips the output rate limit
+or freezes the browser): it draws the newest messages that fit `DIAGRAM_BUDGET` characters, each
+message's long values shortened (`rendering.shorten`). A shortened message is whole one click away
+in a static notebook too: the newest ones carry their whole JSON (within `WHOLE_BUDGET`), the
+others say which `.messages[i]` of the trace holds it; the Protocol tab asks the kernel instead
+(`ask_whole`). The text lists every message in the order seen.
 """
 
 from __future__ import annotations
@@ -16,9 +23,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from workbench_magic.vocabulary.rendering import esc
+from workbench_magic.vocabulary.rendering import esc, shorten
 
 Direction = Literal["sent", "received"]
+
+DIAGRAM_BUDGET = 2_000_000
+"""Characters the diagram's messages may take (previews included): the newest that fit are drawn."""
+WHOLE_BUDGET = 1_000_000
+"""Characters of whole messages (of those shown shortened) a diagram carries, newest first."""
+PREVIEW_TEXT = 200
+"""Characters of a string value a message's preview shows."""
+PREVIEW_ITEMS = 50
+"""Entries of a list or object a message's preview shows."""
+PREVIEW_LIMIT = 4_000
+"""Characters of a message's preview (its shortened JSON)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +63,12 @@ class TraceMessage:
             return f"input_required{key}"
         return f"result{key} (isError)" if result.get("isError") else f"result{key}"
 
+    @property
+    def key(self) -> str:
+        """What tells the message from the others of its trace (`0.012345 sent t/s tools/call #3`):
+        the diagram's `data-key`, by which the Protocol tab keeps a message open and asks for it whole."""
+        return f"{self.time:.6f} {self.direction} {self.server} {self.label}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"direction": self.direction, "server": self.server, "time": self.time, "message": self.message}
 
@@ -52,9 +76,10 @@ class TraceMessage:
 def exchanges(messages: Sequence[TraceMessage]) -> list[list[TraceMessage]]:
     """The messages in exchanges, in the order each began: a request with its response; the rounds
     of a multi-round-trip request together; inside a request's exchange, the progress notifications
-    naming its `progressToken`, and the requests and log messages the server sent while it was open
-    (the latest open one: on 2025-11-25 a server asks the client mid-call); any other notification
-    alone."""
+    naming its `progressToken`, the `notifications/cancelled` naming it (its `requestId`: a
+    cancelled request gets no response, so its exchange ends there but for progress already on its
+    way), and the requests and log messages the server sent while it was open (the latest open one:
+    on 2025-11-25 a server asks the client mid-call); any other notification alone."""
     groups: list[list[TraceMessage]] = []
     open_requests: dict[tuple[str, str, Any], list[TraceMessage]] = {}
     asking: dict[str, list[list[TraceMessage]]] = {}  # per server: the open sent requests, oldest first
@@ -91,6 +116,14 @@ def exchanges(messages: Sequence[TraceMessage]) -> list[list[TraceMessage]]:
             elif asked == "sent":
                 _forget(asking.get(item.server, []), group)
                 tokens = {key: g for key, g in tokens.items() if g is not group}
+        elif (
+            m.get("method") == "notifications/cancelled"
+            and isinstance(cancelled := params.get("requestId"), str | int)
+            and (group := open_requests.get((item.server, item.direction, cancelled)))
+        ):
+            group.append(item)  # the request stays open: a response may still come
+            if item.direction == "sent":
+                _forget(asking.get(item.server, []), group)  # it asks the server nothing any more
         elif m.get("method") == "notifications/progress" and (item.server, params.get("progressToken")) in tokens:
             tokens[(item.server, params.get("progressToken"))].append(item)
         elif m.get("method") == "notifications/message" and item.direction == "received" and asking.get(item.server):
@@ -119,28 +152,60 @@ def lanes(messages: Iterable[TraceMessage]) -> list[str]:
 
 
 def render_text(messages: Sequence[TraceMessage], *, dropped: int = 0) -> str:
-    """One line per message (`0.012 s  -> t/s  tools/call #3`), an exchange's lines together."""
+    """One line per message, in the order seen (`0.012 s  -> t/s  tools/call #3`); a message that
+    belongs to an exchange begun before it (a response, progress, a cancel) is indented."""
     if not messages:
         return "(no messages)"
+    inside = {id(item) for group in exchanges(messages) for item in group[1:]}
     lines = [f"({dropped} older messages dropped)"] if dropped else []
-    for group in exchanges(messages):
-        for n, item in enumerate(group):
-            arrow = "->" if item.direction == "sent" else "<-"
-            indent = "  " if n else ""
-            lines.append(f"{item.time:8.3f} s  {arrow} {item.server}  {indent}{item.label}")
+    for item in messages:
+        arrow = "->" if item.direction == "sent" else "<-"
+        indent = "  " if id(item) in inside else ""
+        lines.append(f"{item.time:8.3f} s  {arrow} {item.server}  {indent}{item.label}")
     return "\n".join(lines)
 
 
-def render_html(messages: Sequence[TraceMessage], *, dropped: int = 0) -> str:
+def render_html(
+    messages: Sequence[TraceMessage],
+    *,
+    dropped: int = 0,
+    budget: int = DIAGRAM_BUDGET,
+    whole: int = WHOLE_BUDGET,
+    ask_whole: bool = False,
+) -> str:
     """A sequence diagram: the workbench and each server as lanes, an arrow per message between
-    their lifelines, each exchange on its own shade; click an arrow for the message as JSON."""
+    their lifelines, each exchange on its own shade; click an arrow for the message as JSON.
+
+    It draws the newest messages whose HTML fits `budget` characters (at least one), each as a
+    preview with long values shortened. A shortened message carries its whole JSON while `whole`
+    characters last (newest first), else it names the `.messages[i]` that holds it; with
+    `ask_whole` it has a `wb-whole` button instead, for a front end to ask for it (`TraceMessage.key`).
+    """
     if not messages:
         return "<p>(no messages)</p>"
     servers = lanes(messages)
+    drawn: dict[int, str] = {}
+    used, whole_left = 0, whole
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        body, took = _body(item, index, whole_left, ask_whole)
+        arrow = _arrow(item, servers, body)
+        if drawn and used + len(arrow) > budget:
+            break
+        drawn[id(item)] = arrow
+        used, whole_left = used + len(arrow), whole_left - took
     parts = [_head(servers)]
     if dropped:
         parts.append(f"<div><i>{dropped} older messages dropped</i></div>")
-    parts.extend(_exchange_html(group, servers, number) for number, group in enumerate(exchanges(messages)))
+    if len(drawn) < len(messages):
+        parts.append(
+            f"<div><i>{len(messages) - len(drawn)} older messages not drawn (too many to show: the trace's "
+            "<code>.messages</code> and <code>.to_json()</code> keep them)</i></div>"
+        )
+    for number, group in enumerate(exchanges(messages)):
+        shown = [drawn[id(item)] for item in group if id(item) in drawn]
+        if shown:
+            parts.append(_exchange_html(shown, number))
     return f"<div class='wb-trace' style='font:12px monospace'>{''.join(parts)}</div>"
 
 
@@ -158,11 +223,10 @@ def _head(servers: Sequence[str]) -> str:
     return f"<div style='{_grid(servers)};border-bottom:1px solid #ccc'>{names}</div>"
 
 
-def _exchange_html(group: Sequence[TraceMessage], servers: Sequence[str], number: int) -> str:
+def _exchange_html(arrows: Sequence[str], number: int) -> str:
     """One exchange, shaded every other time; its parts are messages, each with its lifelines."""
     shade = "#f6f8fa" if number % 2 else "transparent"
-    body = "".join(_arrow(item, servers) for item in group)
-    return f"<div class='wb-exchange' style='background:{shade}'>{body}</div>"
+    return f"<div class='wb-exchange' style='background:{shade}'>{''.join(arrows)}</div>"
 
 
 def _color(item: TraceMessage) -> str:
@@ -173,7 +237,7 @@ def _color(item: TraceMessage) -> str:
     return "#1565c0" if item.direction == "sent" else "#2e7d32"
 
 
-def _arrow(item: TraceMessage, servers: Sequence[str]) -> str:
+def _arrow(item: TraceMessage, servers: Sequence[str], body: str) -> str:
     lane = servers.index(item.server) + 1
     sent = item.direction == "sent"
     color = _color(item)
@@ -190,11 +254,36 @@ def _arrow(item: TraceMessage, servers: Sequence[str]) -> str:
     )
     time = f"<span style='grid-row:1;grid-column:1'>{item.time:.3f} s</span>"
     summary = f"<summary style='{_grid(servers)};cursor:pointer;list-style:none'>{time}{lifelines}{arrow}</summary>"
-    text = esc(json.dumps(item.message, indent=2, ensure_ascii=False))
-    pre = f"<pre style='margin:2px 0 6px 6em;white-space:pre-wrap'>{text}</pre>"
     # data-key: which message a person opened, kept open when the Protocol tab draws again
-    key = esc(f"{item.time:.6f} {item.direction} {item.server} {item.label}")
-    return f"<details data-key='{key}'>{summary}{pre}</details>"
+    return f"<details data-key='{esc(item.key)}'>{summary}{body}</details>"
+
+
+_PRE = "<pre class='wb-json' style='margin:2px 0 6px 6em;white-space:pre-wrap'>"
+_NOTE = "margin:0 0 6px 6em;color:#777"
+
+
+def _body(item: TraceMessage, index: int, whole_left: int, ask_whole: bool) -> tuple[str, int]:
+    """What an opened arrow shows: the message's preview, and for a shortened one the way to the
+    whole; and the characters of `whole_left` it took (all of them once one no longer fits)."""
+    preview, cut = shorten(item.message, text=PREVIEW_TEXT, items=PREVIEW_ITEMS)
+    text = json.dumps(preview, indent=2, ensure_ascii=False, default=str)
+    if len(text) > PREVIEW_LIMIT:
+        text, cut = f"{text[:PREVIEW_LIMIT]}\n… (+{len(text) - PREVIEW_LIMIT} chars)", True
+    pre = f"{_PRE}{esc(text)}</pre>"
+    if not cut:
+        return pre, 0
+    if ask_whole:
+        return f"{pre}<button type='button' class='wb-whole' style='{_NOTE}'>whole message</button>", 0
+    if whole_left > 0:
+        full = esc(json.dumps(item.message, indent=2, ensure_ascii=False, default=str))
+        if len(full) <= whole_left:
+            opener = f"<summary style='cursor:pointer;{_NOTE}'>whole message</summary>"
+            return f"{pre}<details class='wb-whole'>{opener}{_PRE}{full}</pre></details>", len(full)
+        taken = whole_left  # the budget ends at the first that does not fit: no more whole dumps
+    else:
+        taken = 0
+    where = f"shortened: the trace's <code>.messages[{index}]</code> holds it whole (and its <code>.to_json()</code>)"
+    return f"{pre}<div style='{_NOTE}'>{where}</div>", taken
 
 
 __all__ = ["Direction", "TraceMessage", "exchanges", "lanes", "render_html", "render_text"]

@@ -4,6 +4,7 @@ recorded (`wb.trace`) while the tab shows, against two of our stdio test servers
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -180,3 +181,29 @@ def test_in_a_kernel_the_tab_follows_the_messages_every_second(wb: Workbench) ->
 
     outcome = asyncio.run(scenario())
     assert outcome == {"shown": True, "counted": True, "stopped": True, "tick ended": True}
+
+
+def test_the_diagram_of_large_messages_stays_small_and_each_is_whole_on_asking(
+    wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every message whole made the pane's value 7 MB here, sent again at each new message: it stays
+    within `PROTOCOL_BUDGET`, and the view's "whole message" button gets the JSON from the kernel."""
+    explorer = Explorer(wb, "t")
+    try:
+        pane = show_protocol(explorer)
+        texts = [f"big{n:02d}" + "x" * 39_995 for n in range(60)]
+        for text in texts:
+            wb.call("t/s/echo", {"text": text})
+        assert shows(pane, 120)
+        value = pane.view.value
+        assert len(value) < protocol_pane.PROTOCOL_BUDGET + 10_000
+        assert "big59" in value and texts[-1] not in value and "(+39800 chars)" in value
+        assert "class='wb-whole'" in value and ".messages[" not in value  # asked for, not carried
+        sent: list[Any] = []
+        monkeypatch.setattr(pane.view, "send", sent.append)
+        request = pane.messages[-2]
+        pane.view._handle_custom_msg({"whole": request.key}, [])  # what the button sends
+        assert [reply["whole"] for reply in sent] == [request.key]
+        assert json.loads(sent[0]["text"]) == request.message and texts[-1] in sent[0]["text"]
+    finally:
+        explorer.close()

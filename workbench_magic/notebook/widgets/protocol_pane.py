@@ -7,14 +7,18 @@ one for the new server; `hide()` (the explorer shows another tab) and `close()` 
 records while the tab is hidden, and showing it again starts a new trace. The pane has no timer:
 the explorer calls `refresh()` every second while the tab shows, and a refresh that finds the
 same messages touches no widget. The diagram is a `TraceView`, whose front end keeps the messages
-a person opened open across renders and follows the newest message.
+a person opened open across renders and follows the newest message. The diagram draws the newest
+messages within `PROTOCOL_BUDGET` characters, long values shortened; a shortened message's
+"whole message" button asks the kernel for it (a custom widget message), so the whole JSON crosses
+to the browser only when a person asks.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import ipywidgets as w
@@ -31,27 +35,60 @@ if TYPE_CHECKING:
 
 PROTOCOL_LIMIT = 500
 """Messages the pane's trace keeps (the oldest are dropped first)."""
+PROTOCOL_BUDGET = 1_000_000
+"""Characters of HTML the pane's diagram may take (it is sent again whenever a message comes)."""
 
 
 _ESM = r"""
 // Draws the diagram's HTML in a scrolling box: a message a person opened stays open when the
 // diagram is drawn again, and the box follows the newest message while it is scrolled to the end.
+// A shortened message's "whole message" button asks the kernel for its JSON ({whole: key}); the
+// answer ({whole: key, text}) replaces the preview, and stays across draws.
 function render({ model, el }) {
   const box = document.createElement("div");
   box.style.cssText = "max-height:32em;overflow:auto;border:1px solid #ddd";
   el.appendChild(box);
+  const wholes = new Map();
   let first = true;
+  const fill = () => {
+    for (const d of box.querySelectorAll("details[data-key]")) {
+      const text = wholes.get(d.dataset.key);
+      if (text === undefined) continue;
+      const pre = d.querySelector("pre.wb-json");
+      if (pre) pre.textContent = text;
+      d.querySelector("button.wb-whole")?.remove();
+    }
+  };
   const draw = () => {
     const atEnd = first || box.scrollHeight - box.scrollTop - box.clientHeight < 8;
     const opened = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.key));
     box.innerHTML = model.get("value");
     for (const d of box.querySelectorAll("details")) if (opened.has(d.dataset.key)) d.open = true;
+    fill();
     if (atEnd) box.scrollTop = box.scrollHeight;
     first = false;
   };
+  const ask = (event) => {
+    const button = event.target.closest("button.wb-whole");
+    if (!button) return;
+    button.disabled = true;
+    button.textContent = "loading…";
+    model.send({ whole: button.closest("details[data-key]").dataset.key });
+  };
+  const answer = (message) => {
+    if (message && typeof message.whole === "string") {
+      wholes.set(message.whole, message.text);
+      fill();
+    }
+  };
   draw();
+  box.addEventListener("click", ask);
   model.on("change:value", draw);
-  return () => model.off("change:value", draw);
+  model.on("msg:custom", answer);
+  return () => {
+    model.off("change:value", draw);
+    model.off("msg:custom", answer);
+  };
 }
 export default { render };
 """
@@ -60,7 +97,8 @@ export default { render };
 class TraceView(anywidget.AnyWidget):
     """The Protocol pane's diagram: `value` is its HTML (`render_html`). The front end keeps the
     messages a person opened open when `value` changes, and follows the newest message while the
-    box is scrolled to its end."""
+    box is scrolled to its end. A "whole message" button sends `{"whole": key}` (`TraceMessage.key`);
+    the pane answers `{"whole": key, "text": json}`."""
 
     _esm = _ESM
     value = traitlets.Unicode("").tag(sync=True)
@@ -89,6 +127,7 @@ class ProtocolPane(Pane):
         )
         self.status = w.HTML()
         self.view = TraceView(layout=w.Layout(width="100%"))
+        self.view.on_msg(self._asked)
         self.clear_button.on_click(self._guard(lambda _: self.clear()))
         controls = w.HBox(
             [self.clear_button, self.refresh_button, self.copy_button],
@@ -142,6 +181,19 @@ class ProtocolPane(Pane):
         if self.target is None:
             raise WorkbenchError("Select a server first")
         return self._show_cell(f"%workbench trace on {shlex.quote(self.target)}")
+
+    def whole(self, key: str) -> str:
+        """The whole JSON of the message shown with `key` (`TraceMessage.key`), what the view's
+        "whole message" button asks for."""
+        item = next((m for m in reversed(self.messages) if m.key == key), None)
+        if item is None:
+            return "(no longer in the trace: Clear or another server started it again)"
+        return json.dumps(item.message, indent=2, ensure_ascii=False, default=str)
+
+    def _asked(self, view: TraceView, content: Any, buffers: Any) -> None:
+        key = content.get("whole") if isinstance(content, dict) else None
+        if isinstance(key, str) and not self.closed:
+            view.send({"whole": key, "text": self.whole(key)})
 
     # ---- hooks --------------------------------------------------------------------------------
     def _on_show(self) -> None:
@@ -199,4 +251,4 @@ class ProtocolPane(Pane):
                 empty = "not recording" if self.target else "select a server"
             self.view.value = f"<div class='wb-protocol-empty' style='color:#777'><i>({empty})</i></div>"
             return
-        self.view.value = render_html(self.messages, dropped=self.dropped)
+        self.view.value = render_html(self.messages, dropped=self.dropped, budget=PROTOCOL_BUDGET, ask_whole=True)
