@@ -270,3 +270,19 @@ def test_the_command_line_snapshots_and_gates_on_the_diff(v1: Path, tmp_path: Pa
     assert printed.returncode == 0 and Snapshot.load(tmp_path / "v1-surface.json").to_json() == printed.stdout
     missing = cli("diff", "v1-surface.json", "nope.json", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and "nope.json" in missing.stderr
+
+
+def test_calls_whose_answer_the_history_dropped_are_left_out_and_said_so(
+    make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
+) -> None:
+    wb = make_workbench(v1)
+    wb.history_bytes = 1  # the answers fall out of the byte budget
+    explore(wb)
+    wb.history_bytes = 10**6
+    wb.call("s/srv/greet", {"name": "Bo"})  # kept whole
+    dropped = [r for r in wb.history if r.kind == "tool" and r.answer_dropped]
+    assert dropped, "the budget dropped no answer"
+    text = Path(wb.export_tests(tmp_path / "test_session.py")).read_text()
+    calls = "1 call" if len(dropped) == 1 else f"{len(dropped)} calls"
+    assert f"{calls} whose answer the history dropped (Workbench.history_bytes) left out." in text
+    assert "that raised" not in text

@@ -126,7 +126,8 @@ def export_tests(
         config = _config_file(workbench.config_source, target)
     for item in _unmatched(kept, paths):
         warnings.warn(_matches_nothing(item), UserWarning, stacklevel=3)
-    text = _module(workbench, kept, len(tools) - len(kept), cassette, config, paths)
+    dropped = sum(1 for r in tools if r.answer_dropped)
+    text = _module(workbench, kept, len(tools) - len(kept) - dropped, dropped, cassette, config, paths)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return os.fspath(path)
@@ -269,6 +270,7 @@ def _module(
     workbench: Session,
     records: list[CallRecord],
     raised: int,
+    dropped: int,
     cassette: str | None,
     config: str | None,
     ignore: tuple[str, ...],
@@ -280,6 +282,9 @@ def _module(
     if raised:
         calls = "1 call" if raised == 1 else f"{raised} calls"
         left = f"\n{calls} that raised (no result to expect) left out."
+    if dropped:
+        calls = "1 call" if dropped == 1 else f"{dropped} calls"
+        left += f"\n{calls} whose answer the history dropped (Workbench.history_bytes) left out."
     if cassette:
         where = "The calls replay from the cassette: the tests need no server, no secret and no config."
     elif config:
