@@ -10,7 +10,12 @@ A page asks for a generated part with a marker on a line of its own, ``<!-- gene
 - ``config``: a section per config model (pydantic models and the auth dataclasses), found by
   following the fields from `WorkbenchConfig`: keys as written in the file, type, default, description.
 
-Nothing here imports mkdocs, so tests/test_docs.py can check the generated text without it.
+A notebook page's table of contents is rebuilt from its rendered headings (`on_page_content`,
+`notebook_toc_tokens`): mkdocs-jupyter builds it from a Markdown copy of the notebook with the code
+spans taken out, so a heading such as "Call tools with `%%use_tool`" lost its code there, and its
+link pointed at an id the page does not have.
+
+Nothing here imports mkdocs at module level, so tests/test_docs.py can check the generated text without it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import html
 import inspect
 import itertools
 import json
@@ -29,6 +35,7 @@ import textwrap
 import types
 import typing
 from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +55,67 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return GENERATED[name]()
 
     return MARKER.sub(fill, markdown)
+
+
+def on_page_content(content: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs event: a notebook page's table of contents made from its rendered headings."""
+    if page.file.src_uri.endswith(".ipynb"):
+        from mkdocs.structure.toc import get_toc
+
+        tokens: list[Any] = notebook_toc_tokens(content)  # Python-Markdown's `_TocToken`s, as dicts
+        page.toc = get_toc(tokens)
+    return content
+
+
+# ---- notebook pages -----------------------------------------------------------------------
+class _Headings(HTMLParser):
+    """The headings nbconvert rendered from a notebook's Markdown: those with an id and an
+    `anchor-link` (an HTML output's own headings have no such link), as (level, id, text without
+    the link's ¶)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[int, str, str]] = []
+        self._heading: tuple[int, str] | None = None
+        self._text: list[str] = []
+        self._anchored = False
+        self._in_anchor = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if re.fullmatch(r"h[1-6]", tag) and attributes.get("id"):
+            self._heading, self._text, self._anchored = (int(tag[1]), attributes["id"] or ""), [], False
+        elif self._heading and tag == "a" and "anchor-link" in (attributes.get("class") or "").split():
+            self._anchored = self._in_anchor = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._in_anchor = False
+        elif self._heading and tag == f"h{self._heading[0]}":
+            if self._anchored:
+                self.found.append((*self._heading, " ".join("".join(self._text).split())))
+            self._heading = None
+
+    def handle_data(self, data: str) -> None:
+        if self._heading and not self._in_anchor:
+            self._text.append(data)
+
+
+def notebook_toc_tokens(page_html: str) -> list[dict[str, Any]]:
+    """The table of contents of a rendered notebook, as Python-Markdown's `toc_tokens` (what mkdocs'
+    `get_toc` takes): nested by level, each named by its heading's text (HTML-escaped, as there)."""
+    parser = _Headings()
+    parser.feed(page_html)
+    parser.close()
+    top: list[dict[str, Any]] = []
+    open_: list[dict[str, Any]] = []  # the last token of each level above the next heading
+    for level, ident, text in parser.found:
+        token = {"level": level, "id": ident, "name": html.escape(text, quote=False), "children": []}
+        while open_ and open_[-1]["level"] >= level:
+            open_.pop()
+        (open_[-1]["children"] if open_ else top).append(token)
+        open_.append(token)
+    return top
 
 
 # ---- helpers ------------------------------------------------------------------------------

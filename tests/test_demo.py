@@ -104,6 +104,13 @@ def test_make_demo_smoke_run(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "0 failed" in out.stdout
     assert "Toolbox 'demo': 2/2 servers connected" in out.stdout
+    # the profile call's progress, counted in whole columns, then what the call returned
+    progress = [line for line in out.stdout.splitlines() if line.startswith("  progress ")]
+    columns = ["city", "date", "temp_c", "precip_mm"]
+    assert progress == [f"  progress {i}/4 profiling {c}" for i, c in enumerate(columns)] + ["  progress 4/4 done"]
+    after = out.stdout.split("  progress 4/4 done\n", 1)[1]
+    assert after.startswith("ToolResult demo/datasets/profile [ok, ")
+    assert '"name": "weather"' in after.split("ToolResult demo/datasets/plot", 1)[0]
 
 
 def test_import_does_not_load_the_sdk() -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import re
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 import yaml
@@ -30,6 +33,16 @@ def directives() -> dict[str, Path]:
     return found
 
 
+def load_docs_module(name: str) -> ModuleType:
+    """docs/NAME.py (not a package) as the module `docs_NAME`."""
+    spec = importlib.util.spec_from_file_location(f"docs_{name}", DOCS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
 def resolve(dotted: str) -> object:
     module, _, name = dotted.rpartition(".")
     return getattr(importlib.import_module(module), name)
@@ -37,12 +50,7 @@ def resolve(dotted: str) -> object:
 
 @pytest.fixture(scope="module")
 def hooks() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_docs_module("hooks")
 
 
 def test_every_public_name_is_in_the_reference() -> None:
@@ -146,3 +154,133 @@ def test_workbench_reference_lists_the_methods_of_its_parts() -> None:
     block = page.split("::: workbench_magic.api.workbench.Workbench", 1)[1].split(":::", 1)[0]
     listed = set(re.findall(r"^ {8}- (\w+)$", block, re.MULTILINE))
     assert listed == expected, f"missing: {sorted(expected - listed)}; not a member: {sorted(listed - expected)}"
+
+
+# ---- the built site: offline search, rendered notebooks, tables -------------------------------
+def site_files(config: dict[str, object], key: str) -> list[str]:
+    value = config.get(key) or []
+    assert isinstance(value, list)
+    return [str(v) for v in value]
+
+
+def test_search_works_offline() -> None:
+    """The offline plugin loads iframe-worker's shim (the Worker that the search runs in, for a page
+    opened from file://) from unpkg.com, unless a polyfill named iframe-worker is listed: a copy is."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    plugins = [p if isinstance(p, str) else next(iter(p)) for p in config["plugins"]]
+    assert "search" in plugins and "offline" in plugins
+    polyfills = site_files(config.get("extra") or {}, "polyfills")
+    assert [p for p in polyfills if "iframe-worker" in p], "list a copy of iframe-worker's shim in extra.polyfills"
+    assets = polyfills + site_files(config, "extra_javascript") + site_files(config, "extra_css")
+    for asset in assets:
+        assert not re.match(r"[a-z]+:|//", asset), f"{asset}: the site fetches nothing"
+        assert (DOCS / asset).is_file(), asset
+    shim = next(DOCS / p for p in polyfills if "iframe-worker" in p).read_text()
+    assert 'location.protocol==="file:"&&(window.Worker=' in shim and "Permission is hereby granted" in shim
+
+
+def test_the_offline_plugin_adds_no_remote_shim() -> None:
+    plugin_module = pytest.importorskip("material.plugins.offline.plugin", reason="needs the docs extra")
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    polyfills = site_files(config.get("extra") or {}, "polyfills")
+    extra = {"polyfills": list(polyfills)}
+    plugin = plugin_module.OfflinePlugin()
+    plugin.load_config({})
+    plugin.on_config(SimpleNamespace(extra=extra, use_directory_urls=False))
+    assert extra["polyfills"] == polyfills
+
+
+def test_rendered_notebooks_show_no_machine_paths(tmp_path: Path) -> None:
+    prepare = load_docs_module("prepare")
+    temp = tempfile.gettempdir()
+    library = sysconfig.get_paths()["purelib"]
+    printed = {  # what a notebook printed: what its rendered copy shows
+        f'"command": "{sys.executable}"': '"command": "python"',
+        f"{library}/mcp/server/context.py:281: MCPDeprecationWarning": "site-packages/mcp/server/context.py:281: "
+        "MCPDeprecationWarning",
+        f"replayed from {ROOT}/notebooks/cassettes/station.json": "replayed from notebooks/cassettes/station.json",
+        f"config: {temp}/tmpceu8k54l/workbench-config.json": "config: /tmp/…/workbench-config.json",
+        f"Exported to {temp}/lab-vjun7_uh/test_lab.py": "Exported to /tmp/…/test_lab.py",
+        f"{Path(temp, 'wb-docs-a05x4xh2', 'work').as_uri()}": "file:///tmp/…/work",
+        f"cwd {temp}/pytest-of-ci/pytest-12/test_notebook_runs_clean_0/x": "cwd /tmp/…/x",
+        f"cwd {temp}/pytest-of-ci/pytest-3/popen-gw1/test_notebook_runs_clean_0": "cwd /tmp/…",
+        f"{(Path.home() / 'data').as_uri()}": "file:///home/user/data",
+        f"home {Path.home()}.": "home /home/user.",
+        f"{ROOT}, {ROOT}-old": f"., {ROOT}-old",
+    }
+    source = f"print({str(ROOT)!r})"
+    executed = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": f"Ran in `{temp}/x`"},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": source,
+                "execution_count": 1,
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": [f"{line}\n" for line in printed]},
+                    {"output_type": "execute_result", "data": {"text/html": list(printed)}, "metadata": {}},
+                ],
+            },
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "executed.ipynb").write_text(json.dumps(executed))
+    prepare.render(tmp_path / "executed.ipynb", tmp_path / "rendered.ipynb")
+    rendered = json.loads((tmp_path / "rendered.ipynb").read_text(encoding="utf-8"))
+    markdown, code = rendered["cells"]
+    assert markdown["source"] == f"Ran in `{temp}/x`" and code["source"] == source  # sources are as written
+    stream, result = code["outputs"]
+    assert stream["text"] == [f"{line}\n" for line in printed.values()]
+    assert result["data"]["text/html"] == list(printed.values())
+
+
+def test_notebook_contents_keep_the_code_of_headings(hooks: ModuleType) -> None:
+    """mkdocs-jupyter's table of contents drops a heading's code ("Call tools with"), and its link
+    points at an id the page lacks; the hook makes it from the rendered headings."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter()
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        page, _ = exporter.from_filename(str(path))
+        tokens = hooks.notebook_toc_tokens(page)
+
+        def flat(tokens: list[dict[str, object]], level: int = 0) -> list[tuple[int, str, str]]:
+            out: list[tuple[int, str, str]] = []
+            for t in tokens:
+                assert isinstance(t["level"], int) and t["level"] > level, t  # nested under a higher heading
+                children = t["children"]
+                assert isinstance(children, list)
+                out += [(t["level"], str(t["id"]), str(t["name"])), *flat(children, t["level"])]
+            return out
+
+        entries = flat(tokens)
+        headings = [
+            (len(m.group(1)), re.sub(r"`([^`]*)`", r"\1", m.group(2)))
+            for cell in json.loads(path.read_text())["cells"]
+            if cell["cell_type"] == "markdown"
+            for m in re.finditer(r"^(#{1,6}) +(.+?) *$", "".join(cell["source"]), re.MULTILINE)
+        ]
+        assert [(level, name) for level, _, name in entries] == headings, path.name
+        for _, ident, _ in entries:
+            assert f'id="{ident}"' in page, (path.name, ident)  # the link goes somewhere
+        seen[path.name] = [name for _, _, name in entries]
+    assert "Call tools with %%use_tool" in seen["01-quickstart.ipynb"]
+    assert "Watching the wire: wb.trace" in seen["02-mcp-concepts.ipynb"]
+
+
+def test_code_in_tables_breaks_only_between_words() -> None:
+    """The theme breaks code anywhere (`word-break: break-word`), tool names in tables mid-word."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    css = "".join((DOCS / path).read_text() for path in site_files(config, "extra_css"))
+    rules = {
+        selector.strip(): body
+        for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL))
+        for selector in selectors.split(",")
+    }
+    for selector in (".md-typeset td code", ".md-typeset th code"):
+        declarations = {k.strip(): v.strip() for k, v in re.findall(r"([\w-]+)\s*:\s*([^;]+)", rules.get(selector, ""))}
+        assert declarations.get("word-break") == "normal" and declarations.get("overflow-wrap") == "normal", selector

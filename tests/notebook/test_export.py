@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import stdio_server, toolbox
+from IPython.core.interactiveshell import InteractiveShell
 from nbclient import NotebookClient
 
 from workbench_magic import Workbench
@@ -49,6 +50,23 @@ def test_export_writes_the_session_as_cells(make_workbench: Callable[..., Workbe
     assert len(failed) == 1 and "on purpose" in failed[0]
     with pytest.raises(UsageError, match=r"Export to a \.ipynb file"):
         wb.export_notebook(tmp_path / "session.txt")
+
+
+def test_export_to_another_kind_of_file_names_both_kinds(
+    make_workbench: Callable[..., Workbench], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`%workbench export` writes a notebook (.ipynb) or tests (.py): its error for another suffix says both."""
+    monkeypatch.setattr(Workbench, "_shared", make_workbench({"toolboxes": {}}))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        result = shell.run_cell(f"%workbench export {tmp_path / 'session.txt'}")
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")
+    assert isinstance(result.error_in_exec, UsageError)
+    wanted = f"Export to a .ipynb file (a notebook) or a .py file (tests), not {str(tmp_path / 'session.txt')!r}"
+    assert str(result.error_in_exec) == wanted
+    assert not (tmp_path / "session.txt").exists()
 
 
 def test_the_exported_notebook_runs_from_the_cassette(

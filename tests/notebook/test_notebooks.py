@@ -5,6 +5,7 @@ A notebook that ran clean is kept in build/notebooks/: the documentation site sh
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -42,6 +43,24 @@ SHOWN = {
 
 def test_there_are_notebooks() -> None:
     assert NOTEBOOKS
+
+
+def test_notebooks_name_the_kernel_ipykernel_installs() -> None:
+    """As it opens a notebook, JupyterLab writes the kernel's kernelspec and `language_info` into it:
+    a notebook that says otherwise opens with unsaved changes (`make lab`). The Python version is
+    the one the notebooks were saved with (JupyterLab writes the running one's)."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
+
+    installed = get_kernel_dict()
+    kernelspec = {"name": KERNEL_NAME, "display_name": installed["display_name"], "language": installed["language"]}
+    language_info = {k: v for k, v in IPythonKernel.language_info.items() if k != "version"}
+    for path in NOTEBOOKS:
+        metadata = nbformat.read(path, as_version=4).metadata
+        assert metadata.get("kernelspec") == kernelspec, path.name
+        saved = dict(metadata.get("language_info", {}))
+        assert re.fullmatch(r"3\.\d+\.\d+", saved.pop("version", "")), path.name
+        assert saved == language_info, path.name
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

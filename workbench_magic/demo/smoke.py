@@ -53,9 +53,10 @@ def run_demo(config: str | None = None) -> int:
         print(table_text(result))
 
         def progress(value: float, total: float | None, message: str | None) -> None:
-            print(f"  progress {value:g}/{total or '?'} {message or ''}")
+            print(f"  progress {value:g}/{f'{total:g}' if total else '?'} {message or ''}")
 
-        wb.call("demo/datasets/profile", {"dataset": "weather", "delay": 0.01}, progress=progress)
+        profile = wb.call("demo/datasets/profile", {"dataset": "weather", "delay": 0.01}, progress=progress)
+        print(repr(profile))
         plot = wb.call("demo/datasets/plot", {"dataset": "penguins", "x": "bill_length_mm", "y": "body_mass_g"})
         print(repr(plot))
         note = box.notes.add_note(title="demo", body="made by make demo", tags=["smoke"])

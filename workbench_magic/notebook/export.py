@@ -93,8 +93,8 @@ def notebook_cells(wb: Workbench, notebook: Path) -> list[dict[str, Any]]:
 def export_notebook(wb: Workbench, path: str | os.PathLike[str]) -> str:
     """Write `wb`'s session as a notebook at `path` (must end in `.ipynb`); returns the path."""
     target = Path(path).expanduser()
-    if target.suffix != ".ipynb":
-        raise UsageError(f"Export to a .ipynb file, not {os.fspath(path)!r}")
+    if target.suffix != ".ipynb":  # `%workbench export` sends a .py path to export_tests, any other here
+        raise UsageError(f"Export to a .ipynb file (a notebook) or a .py file (tests), not {os.fspath(path)!r}")
     cells = notebook_cells(wb, target)
     for number, cell in enumerate(cells):
         cell["id"] = f"cell-{number}"
