@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,9 +22,14 @@ def ip(make_workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveS
     wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()}, "test box"), "demo2": toolbox({})}})
     monkeypatch.setattr(Workbench, "_shared", wb)
     shell = InteractiveShell.instance()
+    settings = copy.deepcopy(shell.config.get("Workbench"))  # a test's %config stays in that test
     shell.run_line_magic("load_ext", "workbench_magic")
     yield shell
     shell.run_line_magic("unload_ext", "workbench_magic")
+    if settings is None:
+        shell.config.pop("Workbench", None)
+    else:
+        shell.config["Workbench"] = settings
 
 
 def run(shell: InteractiveShell, code: str) -> Any:
