@@ -8,6 +8,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
+# pytest-xdist workers: most tests wait on servers and sockets, not on the CPU, so more workers than cores pay
+PYTEST_WORKERS ?= 4
 
 .PHONY: lab test demo lint venv npm bench bench-quick docs clean
 
@@ -60,7 +62,7 @@ lint: venv
 
 ## make test: lint, type-check, then the whole suite against real servers
 test: venv npm lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) tests/servers/node_modules site

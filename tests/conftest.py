@@ -182,3 +182,19 @@ def catalog_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     folder = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(folder))
     return folder
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that declare a long timeout (the Binder build, the soak, the browser) run first.
+
+    `make test` spreads the tests over pytest-xdist workers in this order: a long test that started
+    last would run on alone while the other workers sit idle. The others keep their order.
+    """
+
+    def budget(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("timeout")
+        if marker is None:
+            return 0.0
+        return float(marker.kwargs.get("timeout", marker.args[0] if marker.args else 0))
+
+    items.sort(key=budget, reverse=True)

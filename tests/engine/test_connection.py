@@ -78,10 +78,10 @@ def test_servers_of_a_toolbox_start_concurrently(make_workbench, tmp_path: Path)
 def test_handshake_that_never_comes_fails_within_the_connect_timeout(make_workbench) -> None:
     before = children()
     silent = {"command": "sh", "args": ["-c", "sleep 60"]}
-    wb = make_workbench({"toolboxes": {"t": toolbox({"silent": silent, "ok": stdio_server()})}}, connect_timeout=3)
+    wb = make_workbench({"toolboxes": {"t": toolbox({"silent": silent, "ok": stdio_server()})}}, connect_timeout=10)
     box = wb.open("t")
     assert box.connected == ["ok"]
-    assert "no answer to the handshake within 3 s" in box.failed["silent"]
+    assert "no answer to the handshake within 10 s" in box.failed["silent"]
     assert len(children() - before) == 1
 
 

@@ -93,7 +93,7 @@ def test_a_server_that_never_answers_fails_within_the_connect_timeout(make_workb
         ),
         pytest.param(
             fault_server("--start", "garbage", "--stderr", "fault: banner instead of protocol"),
-            "no answer to the handshake within 3 s (stderr: fault: banner instead of protocol) "
+            "no answer to the handshake within 10 s (stderr: fault: banner instead of protocol) "
             "(stdout, not JSON-RPC: Welcome to the fault server! | <html>not json</html>)",
             id="garbage-on-stdout",
         ),
@@ -102,7 +102,7 @@ def test_a_server_that_never_answers_fails_within_the_connect_timeout(make_workb
 def test_bad_starts_give_a_one_line_reason_with_the_stderr_tail(
     make_workbench, capfd: pytest.CaptureFixture[str], server: dict[str, object], reason: str
 ) -> None:
-    wb = make_workbench({"toolboxes": {"t": toolbox({"bad": server, "ok": fault_server()})}}, connect_timeout=3)
+    wb = make_workbench({"toolboxes": {"t": toolbox({"bad": server, "ok": fault_server()})}}, connect_timeout=10)
     box = wb.open("t")
     assert box.failed == {"bad": f"Failed to connect to server 'bad' in toolbox 't': {reason}"}
     assert wb.call("t/ok/ping").text == "pong"  # one bad server never sinks the toolbox

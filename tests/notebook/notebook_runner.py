@@ -11,6 +11,7 @@ HTML fallback wherever the notebook is read without a kernel (nbconvert, the sit
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -55,7 +56,8 @@ def keep(nb: NotebookNode, name: str) -> Path:
     """Write an executed notebook to build/notebooks/`name`, where the documentation takes it from."""
     EXECUTED.mkdir(parents=True, exist_ok=True)
     target = EXECUTED / name
-    partial = target.with_suffix(".partial")
+    # a name of this process's own: two runs beside each other in one tree never share the half file
+    partial = target.with_suffix(f".{os.getpid()}.partial")
     nbformat.write(nb, partial)
     partial.replace(target)  # whole or not at all: a run stopped midway leaves no half notebook
     return target
