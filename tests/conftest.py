@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -182,6 +183,17 @@ def catalog_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     folder = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(folder))
     return folder
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C is a `KeyboardInterrupt` in every test process, as in a kernel.
+
+    A suite started in the background by a shell without job control (`make test &`) inherits an
+    ignored SIGINT, and Python then installs no handler: the tests that interrupt a call would
+    wait for it to end instead.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
