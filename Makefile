@@ -53,6 +53,7 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(PY) docs/prepare.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_docs.py  # with the docs extra: none of its tests skips
 
 lint: venv
 	$(PY) -m ruff check .
