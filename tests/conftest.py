@@ -203,6 +203,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     last would run on alone while the other workers sit idle. The others keep their order.
     """
 
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one process: the tests keep their order
+
     def budget(item: pytest.Item) -> float:
         marker = item.get_closest_marker("timeout")
         if marker is None:
