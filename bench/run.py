@@ -42,6 +42,7 @@ PLAN: list[tuple[str, ...]] = [
     ("scale",),
     ("proxy",),
     ("lazy",),
+    ("toolsets",),
 ]
 TIMEOUT = {
     "imports": 150,
@@ -55,10 +56,23 @@ TIMEOUT = {
     "scale": 120,
     "proxy": 240,
     "lazy": 150,
+    "toolsets": 120,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
-RESERVE_AFTER_OPEN = 320.0  # what memory, scale, proxy and lazy need after the open section
-SECTIONS = {"imports", "firstuse", "calls", "throughput", "batch", "open", "memory", "scale", "proxy", "lazy"}
+RESERVE_AFTER_OPEN = 360.0  # what memory, scale, proxy, lazy and toolsets need after the open section
+SECTIONS = {
+    "imports",
+    "firstuse",
+    "calls",
+    "throughput",
+    "batch",
+    "open",
+    "memory",
+    "scale",
+    "proxy",
+    "lazy",
+    "toolsets",
+}
 
 
 # ---------------------------------------------------------------------------- workers

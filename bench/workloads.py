@@ -1014,6 +1014,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "scale": scale,
     "proxy": lambda quick: __import__("proxy").proxy(quick),
     "lazy": lambda quick: __import__("lazy").lazy(quick),
+    "toolsets": lambda quick: __import__("toolsets").toolsets(quick),
 }
 
 

@@ -114,9 +114,13 @@ def test_make_demo_smoke_run(tmp_path: Path) -> None:
 
 
 def test_import_does_not_load_the_sdk() -> None:
-    code = "import sys, workbench_magic; print('mcp' in sys.modules, 'pydantic' in sys.modules)"
+    frameworks = ("pydantic_ai", "langchain_core", "agents", "openai", "genai_prices")  # the models-in-the-loop extras
+    code = (
+        "import sys, workbench_magic; print('mcp' in sys.modules, 'pydantic' in sys.modules, "
+        f"sorted(m for m in {frameworks!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "[]"]
 
 
 def without_pandas(tmp_path: Path) -> dict[str, str]:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
     from workbench_magic.vocabulary.batches import Batch
+    from workbench_magic.vocabulary.chat import ChatTurn
     from workbench_magic.vocabulary.events import (
         PromptsChanged,
         ResourcesChanged,
@@ -74,6 +75,7 @@ _LAZY = {
     "ToolInfo": "workbench_magic.vocabulary.listings",
     "AppView": "workbench_magic.api.apps",
     "Batch": "workbench_magic.vocabulary.batches",
+    "ChatTurn": "workbench_magic.vocabulary.chat",
     "Snapshot": "workbench_magic.vocabulary.surface",
     "Diff": "workbench_magic.vocabulary.surface",
     "TaskHandle": "workbench_magic.api.tasks",
@@ -116,6 +118,7 @@ __all__ = [
     "ArgumentError",
     "Batch",
     "CallTimeoutError",
+    "ChatTurn",
     "ConfigError",
     "ConnectError",
     "Diff",

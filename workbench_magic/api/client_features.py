@@ -12,7 +12,7 @@ import concurrent.futures
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.server_features import toolbox_target
 from workbench_magic.engine.boundary import contained
@@ -27,6 +27,9 @@ from workbench_magic.engine.clientside import (
 from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from workbench_magic.api.facade import Facade
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.core import Core
     from workbench_magic.engine.runtime import LoopThread
@@ -84,7 +87,8 @@ class ClientFeatures:
     def sampling_handler(self, handler: SamplingHandler | None) -> None:
         if handler is not None and not callable(handler) and handler != ASK_PERSON:
             raise UsageError(
-                'sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, or "ask"'
+                "sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, "
+                'a pydantic-ai Model, a "provider:model" name, or "ask"'
             )
         self._sampling_handler = handler
         self._on_change()
@@ -182,17 +186,32 @@ class ClientFeatureMethods:
 
     @property
     def sampling_handler(self) -> SamplingHandler | None:
-        """`fn(messages, params)` answering servers' sampling requests, or `"ask"` the person.
+        """What answers servers' sampling requests: a function, a model, or `"ask"` the person.
 
-        The function returns a str, a dict or a `CreateMessageResult`; with `"ask"` the person writes
-        the reply, where the call was made. Sampling is advertised only while one is set (connections
-        made before get it at their next reconnect). Setting anything else raises `UsageError`.
+        A function `fn(messages, params)` returns a str, a dict or a `CreateMessageResult`. A
+        pydantic-ai `Model` or a `"provider:model"` name (`"openai:gpt-4o"`) answers with that model
+        (its messages, system prompt, `maxTokens`, temperature and stop sequences mapped; the hints
+        recorded), recorded, replayed and traced as `resolve_model` does; reading the handler back
+        then gives its `ModelSampler` (`.spec`, `.model`). With `"ask"` the person writes the reply,
+        where the call was made. Sampling is advertised only while one is set (connections made
+        before get it at their next reconnect). Setting anything else raises `UsageError`.
+
+        Example:
+            ```python
+            wb.sampling_handler = "openai:gpt-4o"
+            wb.reconnect("demo/datasets")  # sampling is declared at connect time
+            wb.call("demo/datasets/describe_with_model", {"dataset": "penguins"}).data
+            ```
         """
         return self._client.sampling_handler
 
     @sampling_handler.setter
-    def sampling_handler(self, handler: SamplingHandler | None) -> None:
-        self._client.sampling_handler = handler
+    def sampling_handler(self, handler: SamplingHandler | Model | None) -> None:
+        from workbench_magic.api.models import ModelSampler, is_model
+
+        if is_model(handler) or (isinstance(handler, str) and handler != ASK_PERSON):
+            handler = ModelSampler(cast("Facade", self), cast("Model | str", handler))
+        self._client.sampling_handler = cast("SamplingHandler | None", handler)
 
     @property
     def elicitation_handler(self) -> ElicitationHandler | None:

@@ -36,7 +36,8 @@ class Records(Facade):
         """Record every JSON-RPC message between the workbench and the servers `target` names.
 
         Recording goes on until `.stop()` or the end of `with wb.trace() as t:`; at most `limit`
-        messages are kept, the oldest dropped first.
+        messages are kept, the oldest dropped first. The turns of models the workbench runs (a chat's,
+        a sampling model's) show too, whatever `target`, on a lifeline of their own, `"model"`.
 
         Args:
             target: None (every server), a toolbox, or `toolbox/server`.
@@ -71,7 +72,8 @@ class Records(Facade):
         """Record every tool call, resource read and prompt get to a new cassette at `path`.
 
         The cassette is JSON, secrets masked; recording goes on until `record(None)`, or to the end of
-        `with wb.record(path):`.
+        `with wb.record(path):`. The turns of models the workbench runs (`wb.chat`, a model as the
+        `sampling_handler`, `resolve_model`) are recorded too: a replay answers them with no key.
 
         Args:
             path: the new cassette's path; None stops recording.
@@ -93,7 +95,8 @@ class Records(Facade):
     def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
         """Answer the toolboxes recorded in the cassette at `path` from it: no server starts.
 
-        Open ones are closed, to reopen from the cassette.
+        Open ones are closed, to reopen from the cassette. The model turns it holds answer the
+        workbench's models (matched by request), so a recorded chat replays with no key and no network.
 
         Args:
             path: the cassette's path (written by `record`).

@@ -21,10 +21,11 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, observe
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default, observe
 from traitlets.config import Config, Configurable
 
 from workbench_magic.api.calling import Calling
+from workbench_magic.api.chat import ChatMethods
 from workbench_magic.api.client_features import ClientFeatureMethods, ClientFeatures
 from workbench_magic.api.records import Records
 from workbench_magic.api.server_features import (
@@ -35,6 +36,7 @@ from workbench_magic.api.server_features import (
     server_target,
 )
 from workbench_magic.api.toolboxes import OpenedToolbox
+from workbench_magic.api.toolsets import ToolsetMethods
 from workbench_magic.engine.cassette_deck import CassetteDeck
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Options
@@ -58,6 +60,8 @@ from workbench_magic.vocabulary.listings import (
 )
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
     from workbench_magic.engine.clientside import ElicitationHandler, SamplingHandler
 
@@ -82,7 +86,9 @@ def _close_everything() -> None:
 atexit.register(_close_everything)
 
 
-class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeatureMethods):
+class Workbench(
+    Configurable, Calling, Records, ServerFeatureMethods, ClientFeatureMethods, ToolsetMethods, ChatMethods
+):
     """Toolboxes of MCP servers, opened on demand, called from Python.
 
     `Workbench.shared()` is the kernel-wide instance the magics use; `Workbench(config=...)`
@@ -94,7 +100,8 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
             `WorkbenchConfig`, a traitlets `Config` (settings only: the toolboxes are then discovered), or
             None to discover the config on first use (`config_path`; unset: `$WORKBENCH_CONFIG`,
             `./workbench-config.json`, the embedded demo). An explicit config is loaded and checked now.
-        sampling_handler: what answers servers' sampling requests (see `sampling_handler`).
+        sampling_handler: what answers servers' sampling requests: a function, a pydantic-ai `Model` or a
+            `"provider:model"` name, or `"ask"` (see `sampling_handler`).
         elicitation_handler: what answers servers' questions (see `elicitation_handler`).
         roots: the roots servers are told, paths or `file://` URIs (see `roots`).
         record: record to a new cassette at this path from the start (see `record`).
@@ -143,6 +150,19 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
     config_path = Unicode(
         None, allow_none=True, help="Config file; unset = $WORKBENCH_CONFIG, ./workbench-config.json, demo."
     ).tag(config=True)
+    confirm_destructive = Bool(
+        True, help="wb.chat asks the person before a tool marked destructiveHint runs (off: it just runs)."
+    ).tag(config=True)
+    chat_model = Unicode(
+        None,
+        allow_none=True,
+        help='The model wb.chat and %%chat use when none is given: a pydantic-ai "provider:model" name '
+        '("openai:gpt-4o"); unset = $WORKBENCH_MODEL.',
+    ).tag(config=True)
+
+    @default("chat_model")
+    def _default_chat_model(self) -> str | None:
+        return os.environ.get("WORKBENCH_MODEL") or None
 
     _shared: ClassVar[Workbench | None] = None
 
@@ -150,7 +170,7 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
         self,
         config: str | os.PathLike[str] | Mapping[str, Any] | WorkbenchConfig | Config | None = None,
         *,
-        sampling_handler: SamplingHandler | None = None,
+        sampling_handler: SamplingHandler | Model | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         roots: list[str] | tuple[str, ...] | str | None = None,
         record: str | os.PathLike[str] | None = None,
@@ -173,8 +193,6 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
             self._core, self._loop, settings=lambda: self.settings, on_change=self._push_options, roots=roots
         )
         self._core.set_options(self._options())  # the loop has not seen this core yet
-        if sampling_handler is not None:
-            self.sampling_handler = sampling_handler
         if elicitation_handler is not None:
             self.elicitation_handler = elicitation_handler
         self._source = config
@@ -187,6 +205,8 @@ class Workbench(Configurable, Calling, Records, ServerFeatureMethods, ClientFeat
         _instances.add(self)
         if replay is not None:
             self.replay(replay, mode=replay_mode)
+        if sampling_handler is not None:  # after the replay: a model name then needs no key
+            self.sampling_handler = sampling_handler
         if record is not None:
             self.record(record)
 

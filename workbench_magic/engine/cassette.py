@@ -3,9 +3,10 @@
 A cassette holds, per server (`toolbox/server`), what it said about itself (name, version,
 protocol, its tool list with schemas, and the resource and prompt lists when they were asked
 for), and one entry per interaction: a tool call, a resource read or a prompt get, with its
-identifier, arguments, the raw MCP result and the elapsed time. The text is indented, in a fixed
-order, so a re-recorded cassette diffs line by line. Secrets (the config's `${VAR}` values, `env`
-and `headers`) are masked in the whole file before it is written.
+identifier, arguments, the raw MCP result and the elapsed time; or a model turn (`MODEL`: a
+chat's or a sampling model's request and response, as api/model_turns.py writes and matches them).
+The text is indented, in a fixed order, so a re-recorded cassette diffs line by line. Secrets
+(the config's `${VAR}` values, `env` and `headers`) are masked in the whole file before it is written.
 
 `Recorder` writes one; `Replay` answers from one (matching identifier plus arguments, key order
 ignored, repeated identical calls in recorded order).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +34,9 @@ FORMAT = 1
 
 KINDS = ("tool", "resource", "prompt")
 """What an interaction is: a tool call, a resource read (`name` = the URI), a prompt get."""
+MODEL = "model"
+"""The kind of a model turn: a request to a language model (`name` = the model) and its response,
+as `request` and `response` instead of `arguments` and `result` (api/model_turns.py writes and reads them)."""
 
 _SHOWN_ARGUMENTS = 200
 
@@ -210,6 +215,13 @@ class Recorder:
         )
         self.cassette.save(self.secrets)
 
+    def add_model(self, name: str, request: dict[str, Any], response: dict[str, Any], elapsed: float) -> None:
+        """A model turn (a chat's, a sampling model's): the request and the response, as JSON."""
+        self.cassette.interactions.append(
+            {"kind": MODEL, "name": name, "request": request, "response": response, "elapsed": round(elapsed, 6)}
+        )
+        self.cassette.save(self.secrets)
+
     def listed(self, conn: Connection, what: str, items: list[Any]) -> None:
         """A resource, template or prompt list the server gave (replayed by the explorer)."""
         self._server(conn)[what] = dump(items)
@@ -230,7 +242,13 @@ class Replay:
         """Why the cassette could not be read (its servers then fail to connect with it)."""
         self._entries: dict[str, list[dict[str, Any]]] = {}
         self._used: dict[str, int] = {}
+        self.model_turns: list[dict[str, Any]] = [e for e in cassette.interactions if e.get("kind") == MODEL]
+        """The model turns recorded, in order (answered by `take_model`)."""
+        self._model_keys: list[str] | None = None
+        self._models_used: dict[str, int] = {}
         for entry in cassette.interactions:
+            if entry.get("kind") == MODEL:
+                continue
             key = match_key(entry["kind"], entry["toolbox"], entry["server"], entry["name"], entry.get("arguments"))
             self._entries.setdefault(key, []).append(entry)
 
@@ -248,6 +266,18 @@ class Replay:
         used = self._used.get(key, 0)
         self._used[key] = used + 1
         return entries[min(used, len(entries) - 1)]
+
+    def take_model(self, key: str, key_of: Callable[[dict[str, Any]], str]) -> dict[str, Any] | None:
+        """The next recorded model turn whose request has `key` (`key_of` a turn's request is what
+        it is matched on), in recorded order; the last one again once all were used."""
+        if self._model_keys is None:
+            self._model_keys = [key_of(entry) for entry in self.model_turns]
+        matching = [n for n, turn_key in enumerate(self._model_keys) if turn_key == key]
+        if not matching:
+            return None
+        used = self._models_used.get(key, 0)
+        self._models_used[key] = used + 1
+        return self.model_turns[matching[min(used, len(matching) - 1)]]
 
     def miss(self, kind: str, toolbox: str, server: str, name: str, arguments: Any) -> CassetteError:
         return CassetteError(

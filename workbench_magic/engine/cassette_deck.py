@@ -64,6 +64,16 @@ class CassetteDeck:
         if self.recorder is not None:
             self.recorder.listed(conn, what, items)
 
+    def recorded_model_turn(self, name: str, request: dict[str, Any], response: dict[str, Any], elapsed: float) -> None:
+        """A model turn answered live (api/model_turns.py), recorded while one records."""
+        if self.recorder is not None:
+            self.recorder.add_model(name, request, response, elapsed)
+
+    def model_replay(self) -> Replay | None:
+        """The cassette that answers model turns: the newest replayed one holding some, else a
+        toolbox's `"replay"` one (any thread may ask; only the loop takes from it)."""
+        return next((r for r in (*self.replays, *self.config_replays.values()) if r.model_turns), None)
+
     # ---- replaying -----------------------------------------------------------------------
     def add_replay(self, replay: Replay) -> None:
         """Answer from this cassette too (toolboxes opened from now on; the latest wins)."""

@@ -69,6 +69,13 @@ class WireTap:
         for recording in wanting:
             recording.keep(TraceMessage(direction, name, now - recording.started, wire))
 
+    def noted(self, lane: str, direction: Direction, message: dict[str, Any]) -> None:
+        """A message with something that is no server (a model's turn, on the lane `"model"`):
+        every recording keeps it, whatever servers it names."""
+        now = time.monotonic()
+        for recording in self.recordings:
+            recording.keep(TraceMessage(direction, lane, now - recording.started, message))
+
 
 class _TappedRead:
     __slots__ = ("_inner", "_tap", "_who")

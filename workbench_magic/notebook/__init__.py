@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.engine.clientside import Asker
+    from workbench_magic.vocabulary.chat import ChatView
 
 _installed = False
 
@@ -28,18 +29,26 @@ def install() -> None:
     _installed = True
     from workbench_magic.api import asking, exporting
     from workbench_magic.api.apps import set_app_framer
+    from workbench_magic.api.chat import set_chat_view
     from workbench_magic.api.tasks import set_task_display
 
     set_app_framer(_app_frame)  # a displayed result with an MCP App shows the app's frame
     asking.set_awaited_asker(_awaited_asker)  # `await wb.acall(...)` in a kernel asks with a widget form
     exporting.set_notebook_exporter(_export_notebook)  # `wb.export_notebook(path)`
     set_task_display(_task_line)  # a `wb.start` handle: one status line, updated in place
+    set_chat_view(_chat_view)  # `wb.chat` in a kernel: the turn streams into the cell
 
 
 def _task_line(handle: TaskHandle) -> None:
     from workbench_magic.notebook.views import show_task_line
 
     show_task_line(handle)
+
+
+def _chat_view() -> ChatView | None:
+    from workbench_magic.notebook.chat import chat_view
+
+    return chat_view()
 
 
 def _app_frame(view: AppView, bundle: dict[str, Any]) -> dict[str, Any]:

@@ -375,6 +375,9 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     install()
     magics = WorkbenchMagics(ipython)
     ipython.register_magics(magics)
+    from workbench_magic.notebook.chat import ChatMagics
+
+    ipython.register_magics(ChatMagics(ipython, lambda: magics.workbench))  # %%chat, %chat reset
 
     matcher = make_matcher(MagicCompleter(lambda: magics.workbench, lambda: magics.namespace))
     ipython.Completer.custom_matchers.append(matcher)
@@ -414,7 +417,13 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
         handler, exceptions = state["previous"]
         ipython.CustomTB = handler
         ipython.custom_exceptions = exceptions
-    for kind, name in (("line", "workbench"), ("line", "use_tool"), ("cell", "use_tool")):
+    for kind, name in (
+        ("line", "workbench"),
+        ("line", "use_tool"),
+        ("cell", "use_tool"),
+        ("line", "chat"),
+        ("cell", "chat"),
+    ):
         ipython.magics_manager.magics[kind].pop(name, None)
 
 

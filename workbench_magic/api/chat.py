@@ -1,0 +1,152 @@
+"""`wb.chat`: a conversation with a model that uses a toolbox's tools, shown in the cell.
+
+A turn is one pydantic-ai agent run over `wb.toolset(toolbox)` with the model `resolve_model`
+gives (which records it into cassettes and traces). The run is a coroutine on the workbench loop,
+as a call is: its tool calls reach their sessions there, and `wb.chat` waits as `wb.call` does,
+running on its own thread what the turn posts back on the call's channel. So the person's side
+stays on the thread that made the chat (the kernel's, in a notebook): the model's text as it
+streams and each tool call as it starts and ends (the `ChatView` the notebook registers with
+`set_chat_view`), and the question asked before a destructive tool runs (the channel's asker:
+`input()` while a cell waits).
+
+The agent's part (pydantic-ai) is in chat_agent.py, imported on first use: `import workbench_magic`
+imports no framework. What a turn is (`ChatTurn`) is in vocabulary/chat.py.
+
+The conversation (the model messages so far, chat_agent.py's `Conversation`) belongs to the
+workbench loop: a turn reads it and replaces it whole when it ends; the turns of one workbench run
+one at a time. `wb.chat_reset()` starts over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from workbench_magic.api.asking import waiting_channel
+from workbench_magic.api.facade import Facade
+from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage, ChatView
+from workbench_magic.vocabulary.errors import UsageError
+
+if TYPE_CHECKING:
+    from workbench_magic.api.chat_agent import Conversation
+    from workbench_magic.api.toolsets import ToolsetMethods
+
+__all__ = ["ChatMethods", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView", "chat_view", "set_chat_view"]
+
+
+_view_factory: Callable[[], ChatView | None] | None = None
+
+
+def set_chat_view(factory: Callable[[], ChatView | None] | None) -> None:
+    """How a chat shows while it runs: `factory()` makes the view of each turn (None: it shows nothing
+    while it runs). The notebook's `install()` registers one that streams into the cell."""
+    global _view_factory
+    _view_factory = factory
+
+
+def chat_view() -> ChatView | None:
+    """The view of a new turn, as registered (`set_chat_view`), or None."""
+    return _view_factory() if _view_factory is not None else None
+
+
+# ---- the workbench's part ---------------------------------------------------------------------
+class ChatMethods(Facade):
+    """`Workbench`'s chat with a model over a toolbox: `chat`, `chat_reset`."""
+
+    confirm_destructive: bool  # a trait of `Workbench`
+
+    def chat(
+        self,
+        prompt: str,
+        *,
+        toolbox: str | None = None,
+        model: Any = None,
+        skills: Any = None,
+    ) -> ChatTurn:
+        """Ask a model, which may call the toolbox's tools; the turn it answers with.
+
+        The conversation goes on across calls (`chat_reset()` starts over). In a notebook the model's
+        text streams into the cell as it comes and each tool call shows as it runs, its result
+        rendered as results are. Every tool call is a workbench call (history, traces, cassettes, the
+        person's answers to a server's questions). A tool marked `destructiveHint` runs only once the
+        person allows it (`input()` where the cell waits), unless `confirm_destructive` is off; a
+        refusal is what the model is told instead of a result. Ctrl-C / kernel interrupt stops the
+        turn (the conversation stays as it was).
+
+        Args:
+            prompt: what to ask.
+            toolbox: the toolbox (or `toolbox/server`) whose tools the model may call; None: the toolbox
+                opened last (or the only one open).
+            model: a pydantic-ai `Model` or a `"provider:model"` name; None: `chat_model`
+                (`$WORKBENCH_MODEL`).
+            skills: not supported yet (None).
+
+        Returns:
+            The turn: `.text`, `.tool_calls` (each with `.identifier`, `.arguments`, `.result`), `.usage`,
+            `.cost`.
+
+        Raises:
+            UsageError: no toolbox is open and none was named; no model is set; `skills` were given.
+            MissingExtraError: pydantic-ai is not installed.
+            NotFoundError: the toolbox named does not exist.
+
+        Example:
+            ```python
+            wb.open("demo")
+            turn = wb.chat("Which penguin species is heaviest?", model="openai:gpt-5-mini")
+            turn.tool_calls[0].result.to_pandas()
+            wb.chat("And the lightest?")  # the same conversation
+            ```
+        """
+        if skills is not None:
+            raise UsageError("skills are not supported yet")
+        from workbench_magic.api.models import resolve_model
+
+        target = toolbox if toolbox is not None else self._chat_toolbox()
+        resolved = resolve_model(self, model)
+        from workbench_magic.api.chat_agent import Turn
+
+        channel = waiting_channel()
+        turn = Turn(
+            cast("ToolsetMethods", self),
+            prompt,
+            target,
+            resolved,
+            channel,
+            view=chat_view(),
+            confirm=self.confirm_destructive,
+        )
+        return self._run(turn.run(self._conversation()), channel)  # type: ignore[no-any-return]
+
+    def chat_reset(self) -> None:
+        """Start the chat over: the next `chat` sends none of the conversation so far."""
+
+        def reset() -> None:
+            conversation: Conversation | None = getattr(self, "_chat_conversation", None)
+            if conversation is not None:  # none yet: nothing to forget
+                conversation.reset()
+
+        self._loop.run_sync(reset)
+
+    def _conversation(self) -> Conversation:
+        """The workbench's conversation (made on first use; the loop uses it)."""
+        return self._loop.run_sync(self._made_conversation)
+
+    def _made_conversation(self) -> Conversation:
+        conversation: Conversation | None = getattr(self, "_chat_conversation", None)
+        if conversation is None:
+            from workbench_magic.api.chat_agent import Conversation
+
+            conversation = Conversation()
+            self._chat_conversation = conversation
+        return conversation
+
+    def _chat_toolbox(self) -> str:
+        """The toolbox a chat uses when none is named: the one opened last."""
+        opened = [name for name, box in self._core.state.items() if box.open]
+        if not opened:
+            raise UsageError(
+                "No toolbox is open to chat with: open one (wb.open('demo'), %workbench open demo) "
+                "or name it (wb.chat(prompt, toolbox='demo'), %%chat demo)"
+            )
+        return opened[-1]

@@ -1,0 +1,218 @@
+"""A toolbox handed to an agent framework: `wb.toolset`, `wb.langchain_tools`, `wb.openai_agents_tools`.
+
+Each framework's adapter is a module of its own (toolset_pydantic_ai.py, toolset_langchain.py,
+toolset_openai_agents.py), imported on first use through `require_extra`: `import workbench_magic`
+imports no framework. What they share (the tools a target selects, their names) is in
+framework_tools.py; here the target is read and its toolboxes opened as `wb.call` would.
+
+Every call an adapter makes is `wb.acall` (or `wb.call` from sync code): history, traces,
+cassettes, tasks and the person's answers to elicitation apply, and the one session per server
+the workbench keeps serves every call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from workbench_magic.api.extras import require_extra
+from workbench_magic.api.facade import Facade
+from workbench_magic.api.server_features import parse_identifier, parse_target
+from workbench_magic.vocabulary.errors import UsageError, server_not_found, toolbox_not_open
+
+if TYPE_CHECKING:
+    from agents import FunctionTool
+    from langchain_core.tools import BaseTool
+    from pydantic_ai.toolsets import AbstractToolset
+
+    from workbench_magic.api.framework_tools import BeforeCall, Caller, OnCall, ToolSelection
+    from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.engine.core import Core
+    from workbench_magic.vocabulary.identifiers import ToolIdentifier
+
+__all__ = ["ToolsetMethods"]
+
+
+def _split_tool(text: str) -> bool:
+    """Whether a string target names one tool (``toolbox/server/tool``) rather than a toolbox or server."""
+    return len(text.strip().split("/" if "/" in text else "__", 2)) == 3
+
+
+class ToolsetMethods(Facade):
+    """`Workbench`'s toolsets for agent frameworks: pydantic-ai, LangChain, the OpenAI Agents SDK."""
+
+    def toolset(
+        self,
+        target: Any,
+        *,
+        prefix: bool = True,
+        before_call: BeforeCall | None = None,
+        on_call: OnCall | None = None,
+    ) -> AbstractToolset[Any]:
+        """A pydantic-ai toolset of a toolbox, a server, or a list of tools; every call goes through the workbench.
+
+        Hand it to an agent (`Agent(model, toolsets=[wb.toolset("demo")])`). Each call is `wb.acall`
+        on the workbench's one session per server: it is in `wb.history`, in a running `wb.trace()`,
+        recorded or replayed by cassettes, and a server's questions reach the person. A result with
+        structured content returns it (the MCP SDK's `{"result": ...}` wrapper of a string or a list
+        taken off, as pydantic-ai's own MCP toolset does; the output schema is the tool's
+        `return_schema`), else its content (text, images as `BinaryImage`). A tool's error result,
+        and a call that failed (a timeout, a lost connection), is pydantic-ai's `ToolFailed`: the
+        model sees the message and goes on; arguments that do not fit the input schema are
+        `ModelRetry`. The toolbox is opened first if it is not open; the tool list follows the
+        servers' changes (read again only when they change).
+
+        Args:
+            target: a toolbox (`"demo"`), a server (`"demo/datasets"`), one tool or a list of tools (any
+                spelling `wb.call` takes), or None (every toolbox open now).
+            prefix: name the tools `toolbox__server__tool` (True) or by their own names (False).
+            before_call: (internal, for `wb.chat`) awaited as `before_call(identifier, arguments, tool_info)`
+                before each call; raising refuses the call (raise pydantic-ai's `ToolFailed` to tell the
+                model why, and the run goes on).
+            on_call: (internal, for `wb.chat`) `on_call(identifier, arguments, result)` after each call,
+                with the `ToolResult` (an error result saying what was raised when the call raised);
+                awaited when it returns an awaitable.
+
+        Returns:
+            A `pydantic_ai.toolsets.AbstractToolset`.
+
+        Raises:
+            MissingExtraError: pydantic-ai is not installed.
+            InvalidIdentifierError: a tool in `target` cannot be parsed.
+            NotFoundError: no such toolbox, server or tool (the texts of `wb.call`).
+            ConnectError: a toolbox opened here had no server connect.
+            UsageError: two tools get the same name (with `prefix=False`: the same name on two servers).
+
+        Example:
+            ```python
+            from pydantic_ai import Agent
+
+            agent = Agent("openai:gpt-5-mini", toolsets=[wb.toolset("demo")])
+            agent.run_sync("Which penguin species is heaviest?").output
+            ```
+        """
+        require_extra("pydantic_ai", extra="pydantic-ai", feature="wb.toolset")
+        from workbench_magic.api.toolset_pydantic_ai import WorkbenchToolset
+
+        selection = self._tool_selection(target, prefix)
+        return WorkbenchToolset(cast("Caller", self), selection, before_call=before_call, on_call=on_call)
+
+    def langchain_tools(self, target: Any, *, prefix: bool = True) -> list[BaseTool]:
+        """LangChain tools of a toolbox, a server, or a list of tools; every call goes through the workbench.
+
+        Each is a langchain-core `StructuredTool` with both paths: `ainvoke` is `wb.acall`, `invoke`
+        is `wb.call` (history, traces, cassettes, the person's answers to elicitation; one session per
+        server). Its args schema is the tool's input schema; it answers `content_and_artifact`: the
+        content is the text (the structured content as JSON when the tool sent no text; text and image
+        blocks when there are images), the artifact `{"structured_content": ...}` when the tool sent
+        structured content, its output schema in `tool.metadata["output_schema"]`. A tool's error
+        result, and a call that failed, is a `ToolException` the tool hands the model as an error
+        message (`handle_tool_error`).
+
+        Args:
+            target: a toolbox, a server (`toolbox/server`), one tool or a list of tools, or None (every
+                toolbox open now).
+            prefix: name the tools `toolbox__server__tool` (True) or by their own names (False).
+
+        Returns:
+            One `langchain_core.tools.StructuredTool` per tool.
+
+        Raises:
+            MissingExtraError: langchain-core is not installed.
+            InvalidIdentifierError: a tool in `target` cannot be parsed.
+            NotFoundError: no such toolbox, server or tool (the texts of `wb.call`).
+            ConnectError: a toolbox opened here had no server connect.
+            UsageError: two tools get the same name.
+
+        Example:
+            ```python
+            tools = wb.langchain_tools("demo")
+            model.bind_tools(tools)
+            ```
+        """
+        require_extra("langchain_core", extra="langchain", feature="wb.langchain_tools")
+        from workbench_magic.api.toolset_langchain import langchain_tools
+
+        return langchain_tools(cast("Caller", self), self._tool_selection(target, prefix).tools())
+
+    def openai_agents_tools(self, target: Any, *, prefix: bool = True) -> list[FunctionTool]:
+        """OpenAI Agents SDK tools of a toolbox, a server, or a list of tools; every call is `wb.acall`.
+
+        Each is a `FunctionTool` whose parameters are the tool's input schema (not strict). A result
+        with structured content answers it as JSON (as the SDK's own MCP tools do with
+        `use_structured_content`; a tool returning a string answers the string); otherwise its content
+        (`ToolOutputText`, `ToolOutputImage`). A tool's error result, and a call that failed, answers an
+        error text the model reads. The output schema is not passed on: the SDK's `output_json_schema`
+        holds every output to it, which an error text cannot fit.
+
+        Args:
+            target: a toolbox, a server (`toolbox/server`), one tool or a list of tools, or None (every
+                toolbox open now).
+            prefix: name the tools `toolbox__server__tool` (True) or by their own names (False).
+
+        Returns:
+            One `agents.FunctionTool` per tool.
+
+        Raises:
+            MissingExtraError: openai-agents is not installed.
+            InvalidIdentifierError: a tool in `target` cannot be parsed.
+            NotFoundError: no such toolbox, server or tool (the texts of `wb.call`).
+            ConnectError: a toolbox opened here had no server connect.
+            UsageError: two tools get the same name.
+
+        Example:
+            ```python
+            from agents import Agent
+
+            agent = Agent(name="analyst", tools=wb.openai_agents_tools("demo"))
+            ```
+        """
+        require_extra("agents", extra="openai-agents", feature="wb.openai_agents_tools")
+        from workbench_magic.api.toolset_openai_agents import openai_agents_tools
+
+        return openai_agents_tools(cast("Caller", self), self._tool_selection(target, prefix).tools())
+
+    # ---- the selection ----------------------------------------------------------------------
+    def _tool_selection(self, target: Any, prefix: bool) -> ToolSelection:
+        """What `target` selects, its toolboxes opened (and each named tool looked up) as `wb.call` would."""
+        # imported here: `from workbench_magic import Workbench` stays cheap until a toolset is made
+        from workbench_magic.api.framework_tools import ToolSelection
+
+        settings = self.settings
+        core = self._core
+        if target is None:
+            label = "*"
+            places: tuple[tuple[str, str | None], ...] = tuple(
+                (name, None) for name, box in core.state.items() if box.open
+            )
+            return ToolSelection(core, places, None, prefix, label)
+        if isinstance(target, str) and not _split_tool(target):
+            toolbox, server = parse_target(target)
+            if toolbox is None:
+                raise UsageError("Name a toolbox, toolbox/server, or a list of tools")
+            self._run(_opened(core, settings, toolbox, server))
+            return ToolSelection(core, ((toolbox, server),), None, prefix, target.strip())
+        items = list(target) if isinstance(target, list | tuple) else [target]
+        identifiers = tuple(dict.fromkeys(parse_identifier(item) for item in items))
+        if not identifiers:
+            raise UsageError("Name a toolbox, toolbox/server, or a list of tools (the list is empty)")
+        self._run(_looked_up(core, settings, identifiers))
+        places = tuple(dict.fromkeys((i.toolbox, i.server) for i in identifiers))
+        label = ",".join(str(i) for i in identifiers)
+        return ToolSelection(core, places, identifiers, prefix, label)
+
+
+async def _opened(core: Core, settings: WorkbenchConfig, toolbox: str, server: str | None) -> None:
+    """Open the toolbox if it is not open (`ToolboxNotFoundError`, `ServerNotFoundError` as a call raises them)."""
+    await core.connections(toolbox, server, settings)
+    box = core.state.get(toolbox)
+    if box is None or not box.open:
+        raise toolbox_not_open(toolbox)
+    if server is not None and server not in box.servers:
+        raise server_not_found(server, toolbox)
+
+
+async def _looked_up(core: Core, settings: WorkbenchConfig, identifiers: tuple[ToolIdentifier, ...]) -> None:
+    """Each tool's toolbox opened, then the tool looked up (the texts of `wb.call`'s errors)."""
+    for ident in identifiers:
+        await core.connection_opening(ident.toolbox, ident.server, settings)
+        core.tool(ident, settings)
