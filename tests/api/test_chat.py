@@ -344,3 +344,121 @@ def test_a_recorded_chat_replays_in_a_fresh_process_with_no_model_and_no_key(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [turn.text, ["demo/datasets/query"], True, 2, str(turn.cost)]
+
+
+REPLAY_TOOLBOX = """
+import json, sys
+from workbench_magic import Workbench
+wb = Workbench(json.loads(sys.argv[1]), replay=sys.argv[2])
+turn = wb.chat("two penguins", toolbox="demo")
+status = wb.status()["demo"]
+print(json.dumps([turn.text, [str(c.identifier) for c in turn.tool_calls], turn.tool_calls[0].result.replayed,
+                  {name: [s.status, s.transport, s.tool_count] for name, s in sorted(status.items())}]))
+"""
+
+
+def test_a_recorded_chat_over_a_whole_toolbox_replays_with_the_same_tools(
+    make_workbench: Callable[..., Workbench], tmp_path: Path
+) -> None:
+    """The cassette keeps the tool list of every server the model was offered, not only the one it called:
+    the replay offers the model the same tools, so its recorded turns match."""
+    config = {"toolboxes": {"demo": toolbox(DEMO)}}
+    wb = make_workbench(config)
+    wb.open("demo")  # before the recording: no server of it is described in the cassette yet
+    cassette = tmp_path / "chat.json"
+    wb.record(cassette)
+    script = Script([(QUERY, {"dataset": "penguins", "limit": 2})], ["Two ", "penguins."])
+    turn = wb.chat("two penguins", toolbox="demo", model=script.model("gpt-4o"))
+    wb.record(None)
+    offered = sorted(t.name for t in script.infos[0].function_tools)
+    assert QUERY in offered and DELETE in offered  # both servers' tools
+    recorded = json.loads(cassette.read_text())
+    assert sorted(recorded["servers"]) == ["demo/datasets", "demo/notes"]
+    notes = wb.status()["demo"]["notes"].tool_count
+    assert len(recorded["servers"]["demo/notes"]["tools"]) == notes > 0
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "WORKBENCH_MODEL"}
+    done = subprocess.run(
+        [PYTHON, "-c", REPLAY_TOOLBOX, json.dumps(config), str(cassette)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    text, identifiers, replayed, status = json.loads(done.stdout)
+    assert [text, identifiers, replayed] == [turn.text, ["demo/datasets/query"], True]
+    datasets = wb.status()["demo"]["datasets"].tool_count
+    assert status == {"datasets": ["connected", "replay", datasets], "notes": ["connected", "replay", notes]}
+
+
+# ---- a model's own failure ---------------------------------------------------------------------
+def _http_401() -> Exception:
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    body = {"error": {"message": "Incorrect API key provided: sk-...abcd.", "type": "invalid_request_error"}}
+    return ModelHTTPError(401, "gpt-4o", body)
+
+
+def _usage_limit() -> Exception:
+    from pydantic_ai.exceptions import UsageLimitExceeded
+
+    return UsageLimitExceeded("The next request would exceed the request_limit of 50")
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (lambda: RuntimeError("the provider is down"), "the provider is down"),
+        (_http_401, "HTTP 401: Incorrect API key provided: sk-...abcd."),
+        (_usage_limit, "The next request would exceed the request_limit of 50."),
+        (lambda: ExceptionGroup("unhandled errors", [ConnectionError("reset by peer")]), "reset by peer"),
+    ],
+    ids=["raised", "http", "usage-limit", "group"],
+)
+def test_a_model_failure_is_one_line_naming_the_model(
+    wb: Workbench, failure: Callable[[], Exception], reason: str
+) -> None:
+    from workbench_magic import ModelError
+
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise failure()
+
+    model = FunctionModel(broken, model_name="broken")
+    with pytest.raises(ModelError) as failed:
+        wb.chat("hello", model=model)
+    assert str(failed.value) == f"Model 'function:broken' failed: {reason}"
+    assert failed.value.__context__ is None and failed.value.__cause__ is None
+    # the conversation stays as it was: the next turn starts from nothing
+    script = Script(["Hi."])
+    wb.chat("again", model=script.model())
+    assert len(script.seen[0]) == 1
+
+
+def test_a_model_that_misbehaves_is_a_model_error(wb: Workbench) -> None:
+    """pydantic-ai's own `UnexpectedModelBehavior` (an empty answer, retried until it gives up)."""
+    from workbench_magic import ModelError, WorkbenchError
+
+    def empty(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[])
+
+    with pytest.raises(ModelError, match=r"^Model 'function:empty' failed: Exceeded maximum output retries \(1\)$"):
+        wb.chat("hello", model=FunctionModel(empty, model_name="empty"))
+    assert issubclass(ModelError, WorkbenchError)
+
+
+def test_a_workbench_error_inside_a_model_failure_is_raised_alone(wb: Workbench) -> None:
+    """The leaf of a group that is a workbench error is raised as it is, without the group."""
+
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ExceptionGroup("unhandled errors", [UsageError("a mistake of the person's")])
+
+    with pytest.raises(UsageError, match=r"^a mistake of the person's$") as failed:
+        wb.chat("hello", model=FunctionModel(broken, model_name="broken"))
+    assert failed.value.__context__ is None
+
+
+def test_chat_model_may_be_a_model_object(wb: Workbench) -> None:
+    script = Script(["From ", "the trait."])
+    wb.chat_model = script.model("scripted")
+    turn = wb.chat("hello")
+    assert turn.text == "From the trait." and turn.model == "scripted"

@@ -227,6 +227,60 @@ def test_the_default_model_is_chat_model_or_workbench_model(make_workbench, monk
         resolve_model(wb, 3.5)  # type: ignore[arg-type]
 
 
+def test_chat_model_is_a_name_or_a_model(make_workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    from traitlets import TraitError
+    from traitlets.config import Config
+
+    monkeypatch.delenv("WORKBENCH_MODEL", raising=False)
+    wb = make_workbench({"toolboxes": {}})
+    asked = Asked("from the trait")
+    model = asked.model("fm")
+    wb.chat_model = model  # a pydantic-ai Model object
+    assert wb.chat_model is model
+    resolved = resolve_model(wb)
+    assert isinstance(resolved, WorkbenchModel) and resolved.wrapped is model
+    assert Agent(resolved).run_sync("hi").output == "from the trait"
+    wb.chat_model = "test"
+    assert isinstance(resolve_model(wb).wrapped, TestModel)
+    wb.chat_model = None
+    with pytest.raises(UsageError):
+        resolve_model(wb)
+    with pytest.raises(TraitError, match=r'a "provider:model" name or a pydantic-ai Model'):
+        wb.chat_model = 42
+    assert wb.chat_model is None  # nothing changed
+    # configurable by name (a config, %config); a model object as an attribute or a keyword
+    assert "chat_model" in Workbench.class_traits(config=True)
+    assert make_workbench(Config({"Workbench": {"chat_model": "test"}})).chat_model == "test"
+    assert make_workbench({"toolboxes": {}}, chat_model=model).chat_model is model
+
+
+def test_a_model_name_as_chat_model_imports_no_framework() -> None:
+    code = (
+        "import sys\n"
+        "from workbench_magic import Workbench\n"
+        "wb = Workbench({'toolboxes': {}}, chat_model='openai:gpt-4o')\n"
+        "print(wb.chat_model, sorted(m for m in ('pydantic_ai', 'openai') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "openai:gpt-4o []"
+
+
+def test_a_failing_model_answers_the_server_with_one_line(make_workbench) -> None:
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ModelHTTPError(429, "gpt-4o", {"error": {"message": "Rate limit reached.", "type": "requests"}})
+
+    wb = everything(make_workbench, sampling_handler=FunctionModel(broken, model_name="fm"))
+    result = wb.call("e/ev/trigger-sampling-request", {"prompt": "x"})
+    assert result.is_error
+    assert result.text.endswith("Model 'function:fm' failed: HTTP 429: Rate limit reached.")
+    assert "\n" not in result.text
+    record = next(r for r in reversed(wb.history) if r.kind == "sampling")
+    assert "Model 'function:fm' failed: HTTP 429: Rate limit reached." in str(record.answer)
+
+
 # ---- the loop thread and cancellation ---------------------------------------------------------
 def test_a_slow_model_blocks_nothing_and_a_cancel_reaches_it(make_workbench) -> None:
     events: list[str] = []

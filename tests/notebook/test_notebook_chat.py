@@ -184,3 +184,23 @@ def test_a_turn_streams_into_the_cell_and_is_not_shown_twice(
         ("html", 0),
     ]
     assert again[0][1] == "Let me look." and "ok, " in again[1][1] and again[3][1] == "Three rows."
+
+
+def test_the_chat_model_may_be_a_model_in_a_variable(ip: InteractiveShell) -> None:
+    script = Script(["From ", "the setting."])
+    ip.user_ns["m"] = script.model()
+    run(ip, "%workbench open demo")
+    run(ip, "from workbench_magic import Workbench\nWorkbench.shared().chat_model = m")
+    turn = run(ip, "%%chat\nhello")
+    assert turn.text == "From the setting."
+
+
+def test_a_model_failure_is_one_line(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        raise RuntimeError("the provider is down")
+
+    ip.user_ns["b"] = FunctionModel(broken, model_name="broken")
+    run(ip, "%workbench open demo")
+    assert error_of(ip, "%%chat --model $b\nhello", capsys).splitlines() == [
+        "ModelError: Model 'function:broken' failed: the provider is down"
+    ]

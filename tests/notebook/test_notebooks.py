@@ -38,6 +38,21 @@ SHOWN = {
         "argument 'source': enum lost 'lb'",
         "exit status 1",
     ],
+    # the chat's tool calls and usage, the refused destructive tool, the toolsets' names, sampling by the
+    # model, and the model's own lifeline in the traces
+    "11-models-in-the-loop.ipynb": [
+        "demo/datasets/aggregate",
+        "demo/datasets/plot",
+        "gpt-4o-mini-2024-07-18: 2 requests",
+        "refused by you",
+        "demo__datasets__chart",
+        "calling demo__datasets__list_datasets",
+        "gpt-4o-mini-2024-07-18 wrote:",
+        "demo/datasets &lt;- sampling",
+        "input_required #",
+        "model/request #",
+        ">model</b>",
+    ],
 }
 
 

@@ -77,8 +77,8 @@ class ChatMethods(Facade):
             prompt: what to ask.
             toolbox: the toolbox (or `toolbox/server`) whose tools the model may call; None: the toolbox
                 opened last (or the only one open).
-            model: a pydantic-ai `Model` or a `"provider:model"` name; None: `chat_model`
-                (`$WORKBENCH_MODEL`).
+            model: a pydantic-ai `Model` or a `"provider:model"` name; None: `chat_model` (a name or a
+                `Model`; `$WORKBENCH_MODEL`).
             skills: not supported yet (None).
 
         Returns:
@@ -89,6 +89,8 @@ class ChatMethods(Facade):
             UsageError: no toolbox is open and none was named; no model is set; `skills` were given.
             MissingExtraError: pydantic-ai is not installed.
             NotFoundError: the toolbox named does not exist.
+            ModelError: the model failed (a provider's error, a usage limit, an answer it could not use):
+                `Model 'openai:gpt-4o' failed: <reason>`; the conversation stays as it was.
 
         Example:
             ```python

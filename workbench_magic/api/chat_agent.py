@@ -30,6 +30,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.toolsets import WrapperToolset
 
+from workbench_magic.api.model_turns import model_run
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage
 from workbench_magic.vocabulary.errors import WorkbenchError
@@ -37,6 +38,7 @@ from workbench_magic.vocabulary.errors import WorkbenchError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pydantic_ai.agent import AgentRunResult
     from pydantic_ai.models import Model
     from pydantic_ai.tools import RunContext
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
@@ -144,20 +146,8 @@ class Turn:
         """Run the turn, the conversation's next; the conversation goes on with it."""
         async with conversation.lock:
             generation = conversation.generation
-            agent: Agent[None, str] = Agent(self._model, toolsets=[self._toolset], instructions=INSTRUCTIONS)
-            streams = _streams(self._model)
-            async with agent.iter(self._prompt, message_history=list(conversation.messages)) as run:
-                async for node in run:
-                    if streams and Agent.is_model_request_node(node):
-                        async with node.stream(run.ctx) as events:
-                            async for event in events:
-                                self._model_event(event)
-                    elif not streams and Agent.is_call_tools_node(node):
-                        for part in node.model_response.parts:
-                            if isinstance(part, TextPart) and part.content:
-                                self._text(part.content, new_part=True)
-            result = run.result
-            assert result is not None
+            # the model's own failure is one line (ModelError); the conversation then stays as it was
+            result = await model_run(self._model, self._agent_run(conversation.messages))
             if conversation.generation == generation:
                 conversation.messages = tuple(result.all_messages())
         responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
@@ -173,6 +163,24 @@ class Turn:
         )
         self._show(lambda view: view.on_finish(turn))
         return turn
+
+    async def _agent_run(self, history: tuple[Any, ...]) -> AgentRunResult[str]:
+        """The agent's run: the model's text shown as it comes (streamed where the model streams)."""
+        agent: Agent[None, str] = Agent(self._model, toolsets=[self._toolset], instructions=INSTRUCTIONS)
+        streams = _streams(self._model)
+        async with agent.iter(self._prompt, message_history=list(history)) as run:
+            async for node in run:
+                if streams and Agent.is_model_request_node(node):
+                    async with node.stream(run.ctx) as events:
+                        async for event in events:
+                            self._model_event(event)
+                elif not streams and Agent.is_call_tools_node(node):
+                    for part in node.model_response.parts:
+                        if isinstance(part, TextPart) and part.content:
+                            self._text(part.content, new_part=True)
+        result = run.result
+        assert result is not None
+        return result
 
     def _model_event(self, event: Any) -> None:
         if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):

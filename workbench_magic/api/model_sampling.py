@@ -43,7 +43,8 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
-from workbench_magic.vocabulary.errors import WorkbenchError, raise_alone
+from workbench_magic.api.model_turns import model_label, model_run
+from workbench_magic.vocabulary.errors import model_failed
 
 __all__ = ["STOP_REASONS", "answer_sampling", "sampling_messages", "sampling_parameters", "sampling_settings"]
 
@@ -190,16 +191,26 @@ async def answer_sampling(model: Model, params: Any, *, timeout: float | None = 
 
     Runs on the caller's event loop (the workbench's, for a server's request); cancelling the task
     cancels the model request.
+
+    Raises:
+        ModelError: the model failed, or gave no answer within `timeout` (the server gets the text as
+            its error answer).
     """
     messages = sampling_messages(params)
-    try:
-        async with asyncio.timeout(timeout):
-            response = await model_request(
-                model,
-                messages,
-                model_settings=sampling_settings(params),
-                model_request_parameters=sampling_parameters(params),
-            )
-    except TimeoutError:
-        raise_alone(WorkbenchError(f"the model {model.model_name} did not answer within {timeout:g} s"))
-    return sampling_answer(response, model)
+
+    async def request() -> ModelResponse:
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+                return await model_request(
+                    model,
+                    messages,
+                    model_settings=sampling_settings(params),
+                    model_request_parameters=sampling_parameters(params),
+                )
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the model's own timeout
+        raise model_failed(model_label(model), f"no answer within {timeout:g} s")
+
+    # the model's own failure is one line (ModelError): the server's error answer
+    return sampling_answer(await model_run(model, request()), model)

@@ -14,6 +14,14 @@
 - inside `wb.trace()` the request and its response show as messages on the lane ``"model"``
   (`WireTap.noted`), as JSON-RPC-shaped dicts: ``model/request #n`` and ``result #n``.
 
+A recorded turn keeps, beside it in the cassette, the tool lists of the servers of every toolbox whose
+tools the request offered (not only of the servers then called): a replay offers the model the same
+tools, so the turn's request matches again.
+
+`model_run(model, work)` is where the workbench runs a model (a chat's run, a sampling request): the
+model's own failure (a provider's error, a usage limit, an answer pydantic-ai cannot use, an
+exception of a model written in Python) becomes one line, `ModelError`.
+
 A stream is recorded as its final response and replayed as a stream of the recorded parts.
 The deck and the tap belong to the loop thread: a turn made on another thread or event loop
 reaches them through the loop (`LoopThread.arun`, and `call_soon_threadsafe` for what nobody waits on).
@@ -26,7 +34,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,18 +43,38 @@ from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestPar
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.engine.cassette import CassetteError
-from workbench_magic.vocabulary.errors import MissingExtraError, UsageError, WorkbenchError, raise_alone
+from workbench_magic.vocabulary.errors import (
+    MissingExtraError,
+    UsageError,
+    WorkbenchError,
+    describe_exception,
+    leaf_exception,
+    model_failed,
+    raise_alone,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
 
     from workbench_magic.engine.cassette import Replay
     from workbench_magic.engine.cassette_deck import CassetteDeck
+    from workbench_magic.engine.connection import Connection
+    from workbench_magic.engine.core import Core
     from workbench_magic.engine.runtime import LoopThread
-    from workbench_magic.engine.wiretap import WireTap
 
-__all__ = ["MODEL_LANE", "ModelHost", "UnresolvedModel", "WorkbenchModel", "infer", "request_key"]
+__all__ = [
+    "MODEL_LANE",
+    "ModelHost",
+    "UnresolvedModel",
+    "WorkbenchModel",
+    "failure_reason",
+    "infer",
+    "model_label",
+    "model_run",
+    "request_key",
+]
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
@@ -60,6 +88,7 @@ _MATCHED_PART_KEYS = ("part_kind", "content", "tool_name", "args")
 _HIDDEN_SETTINGS = frozenset({"extra_headers", "extra_body"})
 """Settings that may carry credentials: never recorded or traced."""
 _SHOWN_PROMPT = 120
+_SHOWN_REASON = 300
 
 
 # ---- a name, built only when a turn needs it ------------------------------------------------
@@ -253,6 +282,18 @@ class Turn:
                 self._request["allow_text_output"] = False
         return self._request
 
+    def toolboxes(self) -> list[str]:
+        """The toolboxes whose tools the request offers (a workbench toolset's tools name their identifier)."""
+        found: dict[str, None] = {}
+        for tool in self._source[2].function_tools:
+            identifier = (tool.metadata or {}).get("identifier")
+            if isinstance(identifier, str):
+                try:
+                    found[parse_identifier(identifier).toolbox] = None
+                except WorkbenchError:
+                    continue
+        return list(found)
+
     def sent(self) -> dict[str, Any]:
         """The trace's message for the request: the messages new since the model's last answer."""
         messages = self.request["messages"]
@@ -295,12 +336,14 @@ class Turn:
 
 # ---- the workbench's side: cassettes and traces ----------------------------------------------
 class ModelHost:
-    """Where a workbench's model turns go: its cassette deck and wire tap, on its loop thread."""
+    """Where a workbench's model turns go: its cassette deck and wire tap, on its loop thread; its core
+    says which servers a recorded turn's tools came from."""
 
-    def __init__(self, loop: LoopThread, deck: CassetteDeck, tap: WireTap) -> None:
+    def __init__(self, loop: LoopThread, deck: CassetteDeck, core: Core) -> None:
         self.loop = loop
         self.deck = deck
-        self.tap = tap
+        self.core = core
+        self.tap = core.wire_tap
         self._numbers = itertools.count(1)
 
     def replaying(self) -> bool:
@@ -379,15 +422,91 @@ class ModelHost:
         def finish() -> None:
             if self.tap.recordings:
                 self.tap.noted(MODEL_LANE, "received", turn.received(answer, replayed=replayed))
-            if not replayed:
-                self.deck.recorded_model_turn(turn.name, request, answer, elapsed)
+            if not replayed and self.deck.recorder is not None:
+                servers = self._servers(turn.toolboxes())
+                self.deck.recorded_model_turn(turn.name, request, answer, elapsed, servers=servers)
 
         self._post(finish)
+
+    def _servers(self, toolboxes: list[str]) -> list[Connection]:
+        """The connected servers of these toolboxes (loop thread): the cassette keeps their tool lists."""
+        servers: list[Connection] = []
+        for toolbox in toolboxes:
+            box = self.core.state.get(toolbox)
+            for server in box.tools if box is not None else ():
+                try:
+                    servers.append(self.core.connection(toolbox, server))
+                except WorkbenchError:  # closed meanwhile: nothing to describe
+                    continue
+        return servers
 
     def failed(self, turn: Turn, error: BaseException) -> None:
         """Trace the failure (or the cancel) of a turn."""
         if self.tap.recordings:
             self._post(lambda: self.tap.noted(MODEL_LANE, "received", turn.failed(error)))
+
+
+# ---- a model's failure ------------------------------------------------------------------------
+def model_label(model: Model) -> str:
+    """The model's name in an error: the name it was given, else ``provider:model``."""
+    return model.recorded_name if isinstance(model, WorkbenchModel) else model.model_id
+
+
+def failure_reason(error: BaseException) -> str:
+    """A model's failure in one short line: an HTTP error's status and what the provider said, a
+    pydantic-ai error's first sentence (not its body, not its pointer to the docs), else the first line."""
+    from pydantic_ai.exceptions import AgentRunError, ModelHTTPError
+
+    error = leaf_exception(error)
+    if isinstance(error, ModelHTTPError):
+        said = _provider_said(error.body)
+        reason = f"HTTP {error.status_code}" + (f": {said}" if said else "")
+    elif isinstance(error, AgentRunError) and error.message.strip():
+        reason = _sentence(error.message)
+    else:
+        reason = describe_exception(error)
+    reason = (reason.strip().splitlines() or [type(error).__name__])[0]
+    return reason if len(reason) <= _SHOWN_REASON else reason[: _SHOWN_REASON - 1] + "…"
+
+
+def _provider_said(body: object) -> str:
+    """The message in a provider's error body (``{"error": {"message": ...}}`` and its kin), else the body."""
+    if isinstance(body, dict):
+        inner = body.get("error")
+        for said in (
+            inner.get("message") if isinstance(inner, dict) else inner,
+            body.get("message"),
+            body.get("detail"),
+        ):
+            if isinstance(said, str) and said.strip():
+                return said.strip()
+        return json.dumps(body, ensure_ascii=False, default=str)
+    return str(body).strip() if body else ""
+
+
+async def model_run(model: Model, work: Awaitable[T]) -> T:
+    """Await `work`, the workbench's run of `model` (a chat's turn, a sampling request): its failure as one line.
+
+    A `WorkbenchError` (alone or the first leaf of an exception group) is raised as it is; any other
+    exception is the model's: `ModelError` (`Model 'openai:gpt-4o' failed: <reason>`). Either is raised
+    without a chain (ipykernel hangs on a group in a chain). A cancel and Ctrl-C go through untouched.
+
+    Args:
+        model: the model `work` asks.
+        work: what asks it.
+
+    Returns:
+        What `work` returns.
+
+    Raises:
+        ModelError: the model failed.
+    """
+    try:
+        return await work
+    except Exception as exc:
+        leaf = leaf_exception(exc)
+        failure = leaf if isinstance(leaf, WorkbenchError) else model_failed(model_label(model), failure_reason(leaf))
+    raise_alone(failure)  # out of the `except`: no context
 
 
 # ---- the model ------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """Models in the loop: which model answers (`resolve_model`), and a model as the sampling handler.
 
 `resolve_model(wb, model)` takes a pydantic-ai `Model`, a ``"provider:model"`` name (pydantic-ai's
-`infer_model`), or None for `Workbench.chat_model` (``$WORKBENCH_MODEL``), and returns it wrapped
-for the workbench (api/model_turns.py): while `wb.record(path)` records, each model request and its
-response go to the cassette beside the MCP calls; while a replayed cassette holds model turns,
-they answer from it (no key, no network: the provider is not even built); inside `wb.trace()` each
-turn shows on a lifeline of its own, ``"model"``.
+`infer_model`), or None for `Workbench.chat_model` (a name or a `Model`; ``$WORKBENCH_MODEL``), and
+returns it wrapped for the workbench (api/model_turns.py): while `wb.record(path)` records, each
+model request and its response go to the cassette beside the MCP calls; while a replayed cassette
+holds model turns, they answer from it (no key, no network: the provider is not even built);
+inside `wb.trace()` each turn shows on a lifeline of its own, ``"model"``.
 
 `wb.sampling_handler` also takes a model (a `Model` or a name): `ModelSampler` answers servers'
 sampling requests with it (api/model_sampling.py maps the request and the answer).
@@ -19,6 +19,8 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from traitlets import TraitType
+
 from workbench_magic.api.extras import require_extra
 from workbench_magic.vocabulary.errors import UsageError, WorkbenchError
 
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from workbench_magic.api.facade import Facade
     from workbench_magic.api.model_turns import ModelHost
 
-__all__ = ["NO_MODEL", "ModelSampler", "is_model", "model_host", "resolve_model"]
+__all__ = ["NO_MODEL", "ModelOrName", "ModelSampler", "is_model", "model_host", "resolve_model"]
 
 NO_MODEL = 'No model is set: set one with wb.chat_model = "openai:gpt-4o" or $WORKBENCH_MODEL (or pass model=...)'
 """What `resolve_model` says when no model is given and none is set."""
@@ -40,13 +42,29 @@ def is_model(value: object) -> bool:
     return models is not None and isinstance(value, models.Model)
 
 
+class ModelOrName(TraitType[Any, Any]):
+    """A trait holding a model: a ``"provider:model"`` name or a pydantic-ai `Model` (`Workbench.chat_model`).
+
+    A name is kept as it is (checked when a model is asked for: `resolve_model`); an object must be a
+    pydantic-ai `Model`, which is told without importing pydantic-ai (one exists only once it is loaded).
+    """
+
+    info_text = 'a "provider:model" name or a pydantic-ai Model'
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        """`value` when it is a name or a `Model`; else traitlets' `TraitError` saying what is expected."""
+        if isinstance(value, str) or is_model(value):
+            return value
+        self.error(obj, value)
+
+
 def model_host(wb: Facade) -> ModelHost:
-    """The one `ModelHost` of a workbench: its loop, cassette deck and wire tap."""
+    """The one `ModelHost` of a workbench: its loop, cassette deck and core (its wire tap, its servers)."""
     host = getattr(wb, "_model_host", None)
     if host is None:
         from workbench_magic.api.model_turns import ModelHost
 
-        host = ModelHost(wb._loop, wb._deck, wb._core.wire_tap)
+        host = ModelHost(wb._loop, wb._deck, wb._core)
         wb._model_host = host  # type: ignore[attr-defined]
     return host
 
@@ -57,8 +75,8 @@ def resolve_model(wb: Facade, model: Model | str | None = None) -> Model:
     Args:
         wb: the workbench whose cassettes and traces the model's turns join.
         model: a pydantic-ai `Model`, a ``"provider:model"`` name (``"openai:gpt-4o"``,
-            ``"anthropic:claude-sonnet-4-5"``, ``"test"``), or None: `wb.chat_model`; when that is unset
-            too and a replayed cassette holds model turns, the model they were recorded with.
+            ``"anthropic:claude-sonnet-4-5"``, ``"test"``), or None: `wb.chat_model` (a name or a `Model`);
+            when that is unset too and a replayed cassette holds model turns, the model they were recorded with.
 
     Returns:
         A pydantic-ai `Model` (a `WrapperModel`). A name is not built while a replayed cassette holds
@@ -86,7 +104,9 @@ def resolve_model(wb: Facade, model: Model | str | None = None) -> Model:
         return model if model.host is host else WorkbenchModel(model.wrapped, host, model.spec)
     if model is None:
         _load_config_replays(wb)
-        model = getattr(wb, "chat_model", None) or host.recorded_model_name()
+        model = getattr(wb, "chat_model", None)
+        if model is None or (isinstance(model, str) and not model.strip()):
+            model = host.recorded_model_name()
         if not model:
             raise UsageError(NO_MODEL)
     if isinstance(model, str):

@@ -27,6 +27,7 @@ from traitlets.config import Config, Configurable
 from workbench_magic.api.calling import Calling
 from workbench_magic.api.chat import ChatMethods
 from workbench_magic.api.client_features import ClientFeatureMethods, ClientFeatures
+from workbench_magic.api.models import ModelOrName
 from workbench_magic.api.records import Records
 from workbench_magic.api.server_features import (
     ServerFeatureMethods,
@@ -153,11 +154,12 @@ class Workbench(
     confirm_destructive = Bool(
         True, help="wb.chat asks the person before a tool marked destructiveHint runs (off: it just runs)."
     ).tag(config=True)
-    chat_model = Unicode(
+    chat_model = ModelOrName(
         None,
         allow_none=True,
         help='The model wb.chat and %%chat use when none is given: a pydantic-ai "provider:model" name '
-        '("openai:gpt-4o"); unset = $WORKBENCH_MODEL.',
+        '("openai:gpt-4o"), or a pydantic-ai Model set as an attribute (wb.chat_model = model: a config '
+        "copies its values, and a provider's model does not copy); unset = $WORKBENCH_MODEL.",
     ).tag(config=True)
 
     @default("chat_model")

@@ -2,7 +2,8 @@
 
 A cassette holds, per server (`toolbox/server`), what it said about itself (name, version,
 protocol, its tool list with schemas, and the resource and prompt lists when they were asked
-for), and one entry per interaction: a tool call, a resource read or a prompt get, with its
+for; a server is described once it is called, or once a recorded model turn was offered its tools),
+and one entry per interaction: a tool call, a resource read or a prompt get, with its
 identifier, arguments, the raw MCP result and the elapsed time; or a model turn (`MODEL`: a
 chat's or a sampling model's request and response, as api/model_turns.py writes and matches them).
 The text is indented, in a fixed order, so a re-recorded cassette diffs line by line. Secrets
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -215,8 +216,19 @@ class Recorder:
         )
         self.cassette.save(self.secrets)
 
-    def add_model(self, name: str, request: dict[str, Any], response: dict[str, Any], elapsed: float) -> None:
-        """A model turn (a chat's, a sampling model's): the request and the response, as JSON."""
+    def add_model(
+        self,
+        name: str,
+        request: dict[str, Any],
+        response: dict[str, Any],
+        elapsed: float,
+        *,
+        servers: Iterable[Connection] = (),
+    ) -> None:
+        """A model turn (a chat's, a sampling model's): the request and the response, as JSON; `servers`
+        (whose tools the request offered) are described too, as a call describes its server."""
+        for conn in servers:
+            self._server(conn)
         self.cassette.interactions.append(
             {"kind": MODEL, "name": name, "request": request, "response": response, "elapsed": round(elapsed, 6)}
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -64,10 +64,19 @@ class CassetteDeck:
         if self.recorder is not None:
             self.recorder.listed(conn, what, items)
 
-    def recorded_model_turn(self, name: str, request: dict[str, Any], response: dict[str, Any], elapsed: float) -> None:
-        """A model turn answered live (api/model_turns.py), recorded while one records."""
+    def recorded_model_turn(
+        self,
+        name: str,
+        request: dict[str, Any],
+        response: dict[str, Any],
+        elapsed: float,
+        *,
+        servers: Iterable[Connection] = (),
+    ) -> None:
+        """A model turn answered live (api/model_turns.py), recorded while one records, with the tool
+        lists of `servers` (those whose tools the request offered: a replay offers the same)."""
         if self.recorder is not None:
-            self.recorder.add_model(name, request, response, elapsed)
+            self.recorder.add_model(name, request, response, elapsed, servers=servers)
 
     def model_replay(self) -> Replay | None:
         """The cassette that answers model turns: the newest replayed one holding some, else a

@@ -4,7 +4,7 @@ Every error a user can cause is a `WorkbenchError` subclass with a short, one-li
 (the texts of DESIGN.md). None of them carries an `ExceptionGroup` in its chain. Each text is
 built by one function here (`toolbox_not_found`, `server_not_found`, `tool_not_found`,
 `toolbox_not_open`, `invalid_identifier`, `connect_text`, `open_failed`, `invalid_arguments`,
-`request_text`), and every layer raises what they build.
+`request_text`, `model_failed`), and every layer raises what they build.
 """
 
 from __future__ import annotations
@@ -207,6 +207,16 @@ class TaskRequiredError(ToolError):
     """
 
 
+class ModelError(WorkbenchError):
+    """`Model 'openai:gpt-4o' failed: <reason>`: the model itself failed.
+
+    A provider's error (a refused key, a rate limit, a server error), a usage limit reached, an
+    answer the model's framework could not use, or an exception raised by a model written in Python:
+    in a chat (`wb.chat`, `%%chat`) it is raised; a server's sampling request answered by a model gets
+    it as its error answer.
+    """
+
+
 # ---- the one text of each user-facing error ---------------------------------------------------
 def task_not_found(id: str, known: Iterable[str]) -> str:
     """`No task 't9' in this session (tasks: t1, t2)`."""
@@ -250,6 +260,11 @@ def open_failed(toolbox: str, reasons: Iterable[tuple[str, str]]) -> ConnectErro
     """`Failed to open toolbox 't': no server connected (server 'a': <reason>; server 'b': <reason>)`."""
     shown = "; ".join(f"server '{server}': {reason}" for server, reason in reasons)
     return ConnectError(f"Failed to open toolbox '{toolbox}': no server connected ({shown})")
+
+
+def model_failed(model: str, reason: str) -> ModelError:
+    """`Model 'openai:gpt-4o' failed: <reason>`."""
+    return ModelError(f"Model '{model}' failed: {reason}")
 
 
 def invalid_arguments(
