@@ -8,9 +8,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
-# pytest-xdist workers (0: one process). 4 workers run the suite faster (most tests wait on servers and
-# sockets), but a 4-worker run on a loaded machine still failed a few tests: one process until that is settled
-PYTEST_WORKERS ?= 0
+# pytest-xdist workers (0: one process); the conftest starts the longest tests first
+PYTEST_WORKERS ?= 4
 
 .PHONY: lab test demo lint venv npm bench bench-quick docs clean
 
