@@ -82,7 +82,7 @@ WARMEST = "Which city was the warmest on average in the weather dataset?"
 SAMPLING_SYSTEM = "You are a concise data analyst."
 
 
-# ---- the LangChain chat model of the notebook (the same code) --------------------------------
+# ---- the LangChain chat model: the code of the notebook's cell (keep the two the same) ----------
 class WorkbenchChatModel(BaseChatModel):
     """A LangChain chat model answered by a pydantic-ai model (the workbench's: recorded, replayed, traced)."""
 
