@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from workbench_magic.vocabulary.errors import MissingExtraError, raise_alone
+from workbench_magic.vocabulary.errors import missing_extra, raise_alone
 
 __all__ = ["require_extra"]
 
@@ -35,4 +35,4 @@ def require_extra(module: str, *, extra: str, feature: str) -> ModuleType:
     except ImportError:
         pass
     # raised here, out of the `except`, to carry no context (one line for the user)
-    raise_alone(MissingExtraError(f"{feature} needs the {extra!r} extra: pip install 'workbench-magic[{extra}]'"))
+    raise_alone(missing_extra(feature, f"the {extra!r} extra", extra))

@@ -153,12 +153,6 @@ def _framework_tools(infos: Iterable[ToolInfo], prefix: bool) -> tuple[Framework
     return tuple(tools)
 
 
-def _for_model(info: ToolInfo) -> bool:
-    """MCP Apps: a tool only its app may call is not offered to a model (as serve does)."""
-    ui = info.ui
-    return ui is None or not ui.app_only
-
-
 class ToolSelection:
     """The tools a target selects, read from the workbench's snapshot and re-read when they change.
 
@@ -217,7 +211,7 @@ class ToolSelection:
         ):
             return self._tools
         if self._identifiers is None:
-            infos = [info for tools in sources for info in tools if _for_model(info)]
+            infos = [info for tools in sources for info in tools if info.for_model]
         else:
             found = {info.identifier: info for tools in sources for info in tools}
             previous = {tool.identifier: tool.info for tool in self._tools}

@@ -169,7 +169,7 @@ def _error(message: str) -> types.CallToolResult:
 
 def for_model(tool: ToolInfo | None) -> bool:
     """Whether a model may see and call the tool (MCP Apps: app-only tools are not offered)."""
-    return tool is None or tool.ui is None or not tool.ui.app_only
+    return tool is None or tool.for_model
 
 
 def registered_name(tool: ToolInfo) -> str:

@@ -262,6 +262,11 @@ def open_failed(toolbox: str, reasons: Iterable[tuple[str, str]]) -> ConnectErro
     return ConnectError(f"Failed to open toolbox '{toolbox}': no server connected ({shown})")
 
 
+def missing_extra(feature: str, needs: str, extra: str) -> MissingExtraError:
+    """`<feature> needs <needs>: pip install 'workbench-magic[<extra>]'`."""
+    return MissingExtraError(f"{feature} needs {needs}: pip install 'workbench-magic[{extra}]'")
+
+
 def model_failed(model: str, reason: str) -> ModelError:
     """`Model 'openai:gpt-4o' failed: <reason>`."""
     return ModelError(f"Model '{model}' failed: {reason}")

@@ -138,6 +138,12 @@ class ToolInfo:
         return ToolUI.from_meta(self.meta)
 
     @property
+    def for_model(self) -> bool:
+        """Whether a model may see and call the tool (MCP Apps: a tool only its app may call is not offered)."""
+        ui = self.ui
+        return ui is None or not ui.app_only
+
+    @property
     def task_support(self) -> str | None:
         """`execution.taskSupport` of the tool (`forbidden`, `optional`, `required`), if it says."""
         value = (self.execution or {}).get("taskSupport")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workbench_magic.vocabulary.errors import MissingExtraError, ToolError, raise_alone, request_text
+from workbench_magic.vocabulary.errors import ToolError, missing_extra, raise_alone, request_text
 from workbench_magic.vocabulary.masking import mask, mask_value
 from workbench_magic.vocabulary.rendering import esc, json_dump
 
@@ -197,7 +197,7 @@ class ToolResult:
         except ImportError:
             missing = True
         if missing:  # raised here, out of the `except`, to carry no context
-            raise_alone(MissingExtraError("to_pandas() needs pandas: pip install 'workbench-magic[pandas]'"))
+            raise_alone(missing_extra("to_pandas()", "pandas", "pandas"))
 
         table = find_table(self.data)
         if table is None:
