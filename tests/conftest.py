@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -66,14 +67,146 @@ async def wait_until_async(condition: Callable[[], bool], limit: float) -> bool:
     return True
 
 
+# ---- the fork server: a Python test server starts with a fork, not an SDK import ------------------
+# Importing the MCP SDK costs a test server about a CPU second, and the suite starts well over a
+# thousand. Each pytest process (each xdist worker) starts a zygote (tests/servers/zygote.py) that
+# imports it once; `server_command` runs a server through the zygote's launcher, a stand-in for
+# `python` that hands the zygote its fds, environment, working directory and argv and then mirrors
+# the server's life: its signals, its exit, its pipes. WORKBENCH_TEST_ZYGOTE=0 turns it off.
+ZYGOTE = SERVERS / "zygote.py"
+LAUNCH = SERVERS / "launch.py"
+_zygote: dict[str, str] = {}  # "dir", "socket", "python" (the launcher) while the zygote runs
+_running_test = ""  # the node id of the test being run (its fixtures' set-up and teardown too)
+
+#: Tests (a module, or a test with all its parametrizations) whose point is the server's process
+#: itself start it directly with python: they kill it by pid, read its /proc, check its exit, its
+#: stderr at start, or count the spawning process's children (through the zygote they would see
+#: the launcher, and the server would be no descendant of theirs).
+DIRECT = (
+    "tests/engine/test_faults.py",
+    "tests/serve/test_serve_close.py",
+    "tests/api/test_batches.py::test_a_row_that_cannot_be_sent_is_that_rows_error",
+    "tests/api/test_calling.py::test_text_that_cannot_be_encoded_is_refused_and_the_calls_in_flight_go_on",
+    "tests/api/test_toolsets.py::test_an_agent_calls_through_the_workbench_on_one_session",
+    "tests/api/test_workbench.py::test_partial_open_keeps_good_servers_and_leaks_nothing",
+    "tests/api/test_workbench.py::test_same_server_name_in_two_toolboxes_is_two_processes",
+    "tests/api/test_workbench.py::test_close_and_close_all_end_every_child",
+    "tests/api/test_workbench.py::test_open_is_idempotent_and_reconnect_restarts",
+    "tests/api/test_workbench.py::test_interpreter_exit_ends_every_server",
+    "tests/engine/test_boundary.py::test_a_read_after_the_server_died_reconnects_as_a_call_does",
+    "tests/engine/test_cassette.py::test_record_then_replay_with_the_servers_gone",
+    "tests/engine/test_cassette.py::test_auto_mode_replays_what_it_has_and_calls_the_rest",
+    "tests/engine/test_cassette.py::test_config_replay_needs_neither_the_variables_nor_the_servers",
+    "tests/engine/test_connection.py::test_handshake_that_never_comes_fails_within_the_connect_timeout",
+    "tests/engine/test_connection.py::test_crashed_server_fails_the_call_then_reconnects",
+    "tests/engine/test_lazy.py::test_a_lazy_open_from_the_cache_starts_nothing_and_lists_from_it",
+    "tests/engine/test_lazy.py::test_the_idle_timeout_stops_a_server_and_the_next_use_starts_it",
+    "tests/engine/test_lazy.py::test_a_catalog_is_cached_though_the_workbench_closes_at_once",
+    "tests/engine/test_lazy.py::test_a_catalog_is_kept_for_what_the_client_offered",
+    "tests/engine/test_runtime.py::test_interrupting_an_open_takes_the_half_open_connection_down",
+    "tests/engine/test_runtime.py::test_stderr_log_keeps_its_newest_bytes",
+    "tests/notebook/test_kernel.py::test_kernel_shutdown_and_restart_end_the_servers",
+    "tests/notebook/test_kernel.py::test_interrupting_an_open_that_never_connects",
+    "tests/notebook/test_magics.py::test_unload_closes_every_connection",
+    "tests/serve/test_server.py::test_sigterm_closes_every_downstream_server",
+)
+
+
+def _direct() -> bool:
+    """Whether the test being run (or, at import, the module calling) is one of `DIRECT`."""
+    where = _running_test
+    if not where:  # a module-level config: the calling module
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        try:
+            where = Path(frame.f_code.co_filename).resolve().relative_to(ROOT).as_posix() + "::"  # type: ignore[union-attr]
+        except (AttributeError, ValueError):
+            return False  # no caller, or not a file of ours
+    return any(where == name or where.startswith((f"{name}::", f"{name}[")) for name in DIRECT)
+
+
+def server_command(script: str | Path, *args: str) -> list[str]:
+    """`[python, SCRIPT, *args]` for a Python test server (a path, or a file name in tests/servers),
+    started through this pytest process's zygote when it has one (not for the tests of `DIRECT`).
+    The command's first argument is the script, as with python itself: only the executable differs."""
+    path = Path(script) if Path(script).is_absolute() else SERVERS / script
+    python = PYTHON if _direct() else _zygote.get("python", PYTHON)
+    return [python, str(path), *args]
+
+
+def python_server(script: str | Path, *extra: str, **config: Any) -> dict[str, Any]:
+    """Config of a Python test server over stdio (`server_command`): `script` is a path, or a file
+    name in tests/servers."""
+    command, *args = server_command(script, *extra)
+    return {"command": command, "args": args, **config}
+
+
 def stdio_server(*extra: str, **config: Any) -> dict[str, Any]:
     """Config of our test server over stdio."""
-    return {"command": PYTHON, "args": [str(TESTSERVER), *extra], **config}
+    return python_server(TESTSERVER, *extra, **config)
 
 
 def fault_server(*extra: str, **config: Any) -> dict[str, Any]:
     """Config of the fault-injecting server over stdio (see tests/servers/faultserver.py)."""
-    return {"command": PYTHON, "args": [str(FAULTSERVER), *extra], **config}
+    return python_server(FAULTSERVER, *extra, **config)
+
+
+def _start_zygote(config: pytest.Config) -> None:
+    if os.environ.get("WORKBENCH_TEST_ZYGOTE", "1") == "0" or not sys.platform.startswith("linux"):
+        return
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # the xdist controller runs no test
+    folder = tempfile.mkdtemp(prefix="wbz-")
+    if len(folder) > 80:  # a unix socket's path has at most 107 bytes
+        os.rmdir(folder)
+        folder = tempfile.mkdtemp(prefix="wbz-", dir="/tmp")
+    sock = os.path.join(folder, "sock")
+    # The launcher: an executable stand-in for python, with the socket built in.
+    python = os.path.join(folder, "python")
+    with open(python, "w") as f:
+        f.write(
+            f"#!{PYTHON}\n"
+            f"# Runs SCRIPT ARGS... through the zygote of pytest process {os.getpid()} (see {LAUNCH}).\n"
+            f"import sys\nsys.path[0] = {str(SERVERS)!r}\nimport launch\nlaunch.main([{sock!r}, *sys.argv[1:]])\n"
+        )
+    os.chmod(python, 0o700)
+    # The environment a stdio server gets from the SDK (its default), so the zygote starts as one would.
+    keep = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "SYSTEMROOT")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    log = os.environ.get("WORKBENCH_TEST_ZYGOTE_LOG")
+    # The zygote forks itself away (so it is no child of ours) as soon as it starts.
+    try:
+        subprocess.run(
+            [PYTHON, str(ZYGOTE), sock, str(os.getpid()), *([log] if log else [])],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            check=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(folder, ignore_errors=True)
+        return  # the servers start directly
+    _zygote.update(dir=folder, socket=sock, python=python)
+
+
+def _stop_zygote() -> None:
+    if not _zygote:
+        return
+    folder = _zygote["dir"]
+    _zygote.clear()
+    try:
+        with open(os.path.join(folder, "sock.pid")) as f:
+            pid = int(f.read())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if str(ZYGOTE).encode() in f.read():
+                os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        pass  # it never started, or it ended already
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def npm_server(name: str, *args: str, **config: Any) -> dict[str, Any]:
@@ -102,7 +235,7 @@ class HttpServer:
         self.transport = transport
         self.log = open(os.devnull, "w")
         self.proc = subprocess.Popen(
-            [PYTHON, str(TESTSERVER), "--transport", transport, "--port", str(self.port), *extra],
+            server_command(TESTSERVER, "--transport", transport, "--port", str(self.port), *extra),
             stdout=self.log,
             stderr=self.log,
         )
@@ -194,6 +327,23 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _start_zygote(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The zygote ends with the session (it would also see this process end)."""
+    _stop_zygote()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """`server_command` knows which test it builds a server for (see `DIRECT`)."""
+    global _running_test
+    _running_test = item.nodeid
+    try:
+        yield
+    finally:
+        _running_test = ""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

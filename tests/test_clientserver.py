@@ -19,7 +19,7 @@ from typing import Any, Literal
 import anyio
 import mcp_types as types
 import pytest
-from conftest import PYTHON, SERVERS
+from conftest import SERVERS, server_command
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
@@ -88,7 +88,8 @@ async def connected(
     era: str, tmp_path: Path, recorder: Recorder, log_level: types.LoggingLevel | None = "debug"
 ) -> AsyncIterator[Client]:
     extra, version = ERAS[era]
-    params = StdioServerParameters(command=PYTHON, args=[str(CLIENTSERVER), *extra], env=dict(os.environ))
+    command, *args = server_command(CLIENTSERVER, *extra)
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     with open(tmp_path / "clientserver.stderr", "a") as errlog:
         client = Client(
             stdio_client(params, errlog=errlog),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, npm_server, toolbox, write_config
+from conftest import SERVERS, npm_server, python_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -30,7 +30,7 @@ APPS_SERVER = SERVERS / "apps_server.py"
 
 
 def apps_server(*extra: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(APPS_SERVER), *extra]}
+    return python_server(APPS_SERVER, *extra)
 
 
 @pytest.fixture(params=["modern", "legacy"])

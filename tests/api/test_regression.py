@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, SERVERS, write_config
+from conftest import SERVERS, python_server, write_config
 
 from workbench_magic import Snapshot, UsageError, Workbench
 
@@ -22,7 +22,7 @@ SURFACE = str(SERVERS / "surfaceserver.py")
 
 def surface_config(path: Path, **env: str) -> Path:
     """A config with toolbox `s`: the surface server as `srv`, its environment `env`."""
-    server: dict[str, Any] = {"command": PYTHON, "args": [SURFACE], "env": env}
+    server: dict[str, Any] = python_server(SURFACE, env=env)
     return write_config(path, {"toolboxes": {"s": {"mcpServers": {"srv": server}}}})
 
 
@@ -127,7 +127,7 @@ def test_the_exported_file_opens_the_sessions_config_from_any_folder(
 def test_a_config_not_from_a_file_is_discovered_by_the_tests_and_export_says_so(
     make_workbench: Callable[..., Workbench], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wb = make_workbench({"toolboxes": {"s": {"mcpServers": {"srv": {"command": PYTHON, "args": [SURFACE]}}}}})
+    wb = make_workbench({"toolboxes": {"s": {"mcpServers": {"srv": python_server(SURFACE)}}}})
     wb.open("s")
     wb.call("s/srv/greet", {"name": "Ada"})
     with pytest.warns(UserWarning, match=r"^The session's config is not a file \(<dict>\), so the tests open"):

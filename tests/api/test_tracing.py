@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, SERVERS, stdio_server, toolbox
+from conftest import SERVERS, python_server, stdio_server, toolbox
 
 from workbench_magic import ServerNotFoundError, ToolboxNotFoundError, Workbench
 from workbench_magic.vocabulary.trace import TraceMessage, exchanges
@@ -29,7 +29,7 @@ def wb(make_workbench: Callable[..., Workbench], monkeypatch: pytest.MonkeyPatch
                         "old": {**stdio_server("--legacy"), "protocol": "legacy"},
                     }
                 ),
-                "u": toolbox({"cs": {"command": PYTHON, "args": [CLIENTSERVER]}}),
+                "u": toolbox({"cs": python_server(CLIENTSERVER)}),
             }
         }
     )

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import PYTHON, SERVERS, npm_server, toolbox
+from conftest import npm_server, python_server, toolbox
 
 from workbench_magic import ToolError, UrlElicitationRequired, Workbench
 
@@ -22,7 +22,7 @@ ERAS = [pytest.param("cs", "2026-07-28", id="2026-07-28"), pytest.param("csl", "
 
 
 def clientserver(*extra: str, **config: Any) -> dict[str, Any]:
-    return {"command": PYTHON, "args": [str(SERVERS / "clientserver.py"), *extra], **config}
+    return python_server("clientserver.py", *extra, **config)
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ gives one line, and `render_apps = False` leaves results as they were.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, toolbox, write_config
+from conftest import python_server, toolbox, write_config
 from test_kernel import Kernel, text_of
 
 from workbench_magic.notebook.widgets.appframe import _ESM
@@ -24,7 +23,7 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 
 @pytest.fixture
 def kernel(tmp_path: Path) -> Iterator[Kernel]:
-    apps = {"command": sys.executable, "args": [str(SERVERS / "apps_server.py")]}
+    apps = python_server("apps_server.py")
     config = write_config(tmp_path / "workbench-config.json", {"toolboxes": {"a": toolbox({"apps": apps})}})
     k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
     k.execute("from workbench_magic import Workbench\nwb = Workbench.shared()")

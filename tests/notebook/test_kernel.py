@@ -200,11 +200,11 @@ def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
 
 def test_elicitation_asks_the_person_with_input_in_a_kernel(tmp_path: Path) -> None:
     """A sync %%use_tool asks field by field on the kernel's stdin; the test types the answers."""
-    from conftest import PYTHON, SERVERS
+    from conftest import python_server
 
     config = write_config(
         tmp_path / "workbench-config.json",
-        {"toolboxes": {"t": toolbox({"cs": {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}})}},
+        {"toolboxes": {"t": toolbox({"cs": python_server("clientserver.py")})}},
     )
     k = Kernel(tmp_path, {**os.environ, "WORKBENCH_CONFIG": str(config)})
     try:

@@ -306,9 +306,9 @@ def test_open_with_no_server_connected_is_one_line(make_workbench, monkeypatch, 
 
 
 def test_server_warnings_show_on_the_progress_line_and_tab_completes_values(make_workbench, monkeypatch) -> None:
-    from conftest import PYTHON, SERVERS
+    from conftest import python_server
 
-    server = {"command": PYTHON, "args": [str(SERVERS / "clientserver.py")]}
+    server = python_server("clientserver.py")
     wb = make_workbench({"toolboxes": {"c": toolbox({"cs": server})}})
     monkeypatch.setattr(Workbench, "_shared", wb)
     shell = InteractiveShell.instance()

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import mcp_types as types
 import pytest
-from conftest import PYTHON, SERVERS, free_port, npm_server, toolbox, write_config
+from conftest import SERVERS, free_port, npm_server, python_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_clientserver import ROOTS, Recorder
@@ -38,8 +38,8 @@ LIMIT = 90
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     servers = {
-        "new": {"command": PYTHON, "args": [CLIENTSERVER]},
-        "old": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"]},
+        "new": python_server(CLIENTSERVER),
+        "old": python_server(CLIENTSERVER, "--legacy"),
         "ev": npm_server("everything"),
     }
     return write_config(tmp_path / "workbench-config.json", {"toolboxes": {"fw": toolbox(servers)}})

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import PYTHON, SERVERS, npm_server, toolbox, write_config
+from conftest import SERVERS, npm_server, python_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
@@ -107,8 +107,8 @@ def test_a_handshake_era_client_is_asked_for_roots_outside_any_call(tmp_path: Pa
 def test_b_the_clients_changed_roots_reach_the_servers_that_follow_roots(tmp_path: Path) -> None:
     roots = UpstreamRoots("file:///upstream-root")
     servers = {
-        "old": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"]},  # follows roots (handshake era)
-        "fixed": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"], "roots": ["file:///fixed-root"]},
+        "old": python_server(CLIENTSERVER, "--legacy"),  # follows roots (handshake era)
+        "fixed": python_server(CLIENTSERVER, "--legacy", roots=["file:///fixed-root"]),
     }
 
     async def changed_to(client: Client, uri: str, times: int) -> None:
@@ -160,7 +160,7 @@ def test_d_a_2026_clients_roots_are_the_ones_it_last_gave(tmp_path: Path) -> Non
     roots = UpstreamRoots(first.as_uri())
     servers = {
         "fs": npm_server("filesystem", str(configured)),
-        "old": {"command": PYTHON, "args": [CLIENTSERVER, "--legacy"]},
+        "old": python_server(CLIENTSERVER, "--legacy"),
     }
 
     async def allowed_becomes(client: Client, folder: Path) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import SERVERS, stdio_server, toolbox
+from conftest import SERVERS, python_server, stdio_server, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
@@ -106,14 +106,14 @@ def wb(make_workbench: Callable[..., Workbench]) -> Workbench:
     wb = make_workbench(
         {
             "toolboxes": {
-                "c": toolbox({"cs": {"command": sys.executable, "args": [CLIENTSERVER]}}),
-                "legacy": toolbox({"csl": {"command": sys.executable, "args": [CLIENTSERVER, "--legacy"]}}),
+                "c": toolbox({"cs": python_server(CLIENTSERVER)}),
+                "legacy": toolbox({"csl": python_server(CLIENTSERVER, "--legacy")}),
                 "demo": toolbox(
                     {"datasets": {"command": sys.executable, "args": ["-m", "workbench_magic.demo.datasets"]}}
                 ),
                 "broken": toolbox(
                     {
-                        "ok": {"command": sys.executable, "args": [CLIENTSERVER]},
+                        "ok": python_server(CLIENTSERVER),
                         "bad": {"command": "sh", "args": ["-c", "echo cannot-start >&2; exit 2"]},
                     }
                 ),
@@ -490,7 +490,7 @@ wb.close_all()
 def test_in_a_kernel_a_subscription_clicked_on_updates_the_pane_by_itself(tmp_path: Path) -> None:
     from jupyter_client.manager import KernelManager
 
-    config = {"toolboxes": {"c": toolbox({"cs": {"command": sys.executable, "args": [CLIENTSERVER]}})}}
+    config = {"toolboxes": {"c": toolbox({"cs": python_server(CLIENTSERVER)})}}
     path = tmp_path / "workbench-config.json"
     path.write_text(json.dumps(config))
     km = KernelManager(kernel_name="python3")
