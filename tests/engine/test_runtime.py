@@ -43,7 +43,10 @@ def test_readers_on_other_threads_while_toolboxes_open_and_close(make_workbench)
             except BaseException as exc:  # any exception here is the defect under test
                 errors.append(exc)
                 return
-            time.sleep(0)  # let the other threads (the opener, the loop) have the GIL too
+            # a pause between reads: four threads spinning on the GIL starve the loop thread of a
+            # loaded machine (a handshake missed its 30 s), and a read a millisecond still overlaps
+            # every open and close
+            time.sleep(0.001)
 
     readers = [
         threading.Thread(target=reader, args=(fn,), daemon=True)

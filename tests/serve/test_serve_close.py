@@ -75,7 +75,7 @@ class Served:
     """One `serve` process over raw pipes: JSON-RPC lines written and read here, every message
     it writes kept in order (`seen`), its descendants recorded while it runs (`started`)."""
 
-    def __init__(self, config: Path, *extra: str) -> None:
+    def __init__(self, config: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.stderr_path = config.parent / "serve.stderr"
         self.errlog = self.stderr_path.open("w")
         self.proc = subprocess.Popen(
@@ -84,7 +84,7 @@ class Served:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errlog,
-            env=dict(os.environ),
+            env={**os.environ, **(env or {})},
         )
         self.seen: list[dict[str, Any]] = []
         self.started: set[int] = set()
@@ -433,3 +433,20 @@ def _listening(httpx: Any, port: int) -> bool:
     except httpx.TransportError:
         return False
     return True
+
+
+def test_serve_imports_the_schema_checks_before_it_serves(tmp_path: Path) -> None:
+    """A first open that imported jsonschema on the loop held off SIGTERM for seconds on a loaded
+    machine (the host's SIGKILL came first, and the servers outlived serve): serve imports what a
+    connection's schema checks need before it reads its first message."""
+    served = Served(
+        write_config(tmp_path / "workbench-config.json", {"toolboxes": {}}), env={"PYTHONPROFILEIMPORTTIME": "1"}
+    )
+    try:
+        served.initialize()
+        log = served.stderr().splitlines()
+    finally:
+        served.clean_up()
+    serving = next(i for i, line in enumerate(log) if "serving" in line and "over stdio" in line)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in log[:serving] if line.startswith("import time:")}
+    assert {"jsonschema", "jsonschema_rs", "referencing"} <= imported
