@@ -214,6 +214,7 @@ def panes(page: Any) -> None:
     tab(page, "Tools")
     choose(page, ".wb-server-select select", "● cs")
     choose(page, ".wb-tool-select select", "ask_person")
+    wait_text(page, ".wb-tool-info", "demo/cs/ask_person")  # the kernel has the choice: Call calls it
     page.click(".wb-call")
     page.wait_for_selector(".wb-elicitation .wb-field-name input", timeout=60_000)
     page.fill(".wb-elicitation .wb-field-name input", "Clicked in a browser")
@@ -227,6 +228,9 @@ def panes(page: Any) -> None:
     tab(page, "Tools")
     # a tool that logs; the Logs tab shows its lines
     choose(page, ".wb-tool-select select", "log_at")
+    # Call calls the tool the kernel has chosen: clicked before the choice reached it, Call asked
+    # ask_person again (its question unanswered, the cell waited out the limit)
+    wait_text(page, ".wb-tool-info", "demo/cs/log_at")
     page.click(".wb-call")
     wait_text(page, ".wb-result", "demo/cs/log_at [ok")  # not the ask_person result still shown
     tab(page, "Logs")
