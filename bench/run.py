@@ -43,6 +43,7 @@ PLAN: list[tuple[str, ...]] = [
     ("proxy",),
     ("lazy",),
     ("toolsets",),
+    ("schemas",),
 ]
 TIMEOUT = {
     "imports": 150,
@@ -57,9 +58,10 @@ TIMEOUT = {
     "proxy": 240,
     "lazy": 150,
     "toolsets": 120,
+    "schemas": 90,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
-RESERVE_AFTER_OPEN = 360.0  # what memory, scale, proxy, lazy and toolsets need after the open section
+RESERVE_AFTER_OPEN = 390.0  # what memory, scale, proxy, lazy, toolsets and schemas need after the open section
 SECTIONS = {
     "imports",
     "firstuse",
@@ -72,6 +74,7 @@ SECTIONS = {
     "proxy",
     "lazy",
     "toolsets",
+    "schemas",
 }
 
 

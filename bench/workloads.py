@@ -1015,6 +1015,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "proxy": lambda quick: __import__("proxy").proxy(quick),
     "lazy": lambda quick: __import__("lazy").lazy(quick),
     "toolsets": lambda quick: __import__("toolsets").toolsets(quick),
+    "schemas": lambda quick: __import__("portability").schemas(quick),
 }
 
 

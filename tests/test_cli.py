@@ -55,3 +55,17 @@ def test_config_schema_prints_the_shipped_schema_without_the_sdk(tmp_path: Path)
     imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == "[]", "config-schema imported the MCP SDK"
+
+
+def test_check_schemas_exits_1_when_a_provider_rejects_a_tool(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "wb.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    rejected = run("--config", str(cfg), "check-schemas", "t", cwd=tmp_path)
+    assert rejected.returncode == 1, rejected.stderr
+    lines = rejected.stdout.splitlines()
+    assert lines[0].startswith("Schema report of t: ") and "rejected by openai " in lines[0]
+    assert "  t/s/slow [openai]" in rejected.stdout  # its arguments have defaults: optional, refused by strict mode
+    accepted = run("--config", str(cfg), "check-schemas", "t/s", "--provider", "gemini", cwd=tmp_path)
+    assert accepted.returncode == 0, accepted.stdout
+    assert accepted.stdout.splitlines()[0].endswith("; rejected by gemini 0")
+    missing = run("--config", str(cfg), "check-schemas", "nope", cwd=tmp_path)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: Toolbox 'nope' not found")

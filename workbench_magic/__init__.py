@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
     from workbench_magic.vocabulary.batches import Batch
     from workbench_magic.vocabulary.chat import ChatTurn
+    from workbench_magic.vocabulary.context_cost import ContextCost
+    from workbench_magic.vocabulary.evaluations import EvalReport
     from workbench_magic.vocabulary.events import (
         PromptsChanged,
         ResourcesChanged,
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     )
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
+    from workbench_magic.vocabulary.portability import SchemaReport
     from workbench_magic.vocabulary.results import ToolResult
     from workbench_magic.vocabulary.surface import Diff, Snapshot
 
@@ -77,6 +80,9 @@ _LAZY = {
     "AppView": "workbench_magic.api.apps",
     "Batch": "workbench_magic.vocabulary.batches",
     "ChatTurn": "workbench_magic.vocabulary.chat",
+    "ContextCost": "workbench_magic.vocabulary.context_cost",
+    "EvalReport": "workbench_magic.vocabulary.evaluations",
+    "SchemaReport": "workbench_magic.vocabulary.portability",
     "Snapshot": "workbench_magic.vocabulary.surface",
     "Diff": "workbench_magic.vocabulary.surface",
     "TaskHandle": "workbench_magic.api.tasks",
@@ -122,7 +128,9 @@ __all__ = [
     "ChatTurn",
     "ConfigError",
     "ConnectError",
+    "ContextCost",
     "Diff",
+    "EvalReport",
     "InvalidIdentifierError",
     "MissingExtraError",
     "ModelError",
@@ -131,6 +139,7 @@ __all__ = [
     "PromptsChanged",
     "RequestError",
     "ResourcesChanged",
+    "SchemaReport",
     "ServerNotFoundError",
     "Snapshot",
     "StatusChanged",

@@ -1,5 +1,6 @@
 """The `workbench-magic` command: list toolboxes and tools, call a tool, snapshot a toolbox, diff two
-snapshots, serve, run the demo, print the config's JSON Schema."""
+snapshots, check a toolbox's schemas against model providers, serve, run the demo, print the config's
+JSON Schema."""
 
 from __future__ import annotations
 
@@ -55,6 +56,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("old", help="the earlier snapshot file")
     diff.add_argument("new", help="the later snapshot file")
+    check = sub.add_parser(
+        "check-schemas",
+        help="whether OpenAI, Anthropic and Gemini accept each tool's input schema; exit status 1 when one is rejected",
+        parents=[common],
+        epilog="exit status: 0 every tool accepted (as it is or after lossless rewrites), 1 one rejected, 2 an error",
+    )
+    check.add_argument("toolbox", help="toolbox or toolbox/server")
+    check.add_argument(
+        "--provider",
+        action="append",
+        choices=["openai", "anthropic", "gemini"],
+        help="judge only this provider (repeat for more; default: all three)",
+    )
     serve = sub.add_parser(
         "serve",
         help="serve the toolboxes over MCP (meta-tools, optionally every tool)",
@@ -132,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"{args.output}: {args.toolbox}, {count} server{'' if count == 1 else 's'}", file=sys.stderr)
                 else:
                     print(surface.to_json(), end="")
+            elif args.command == "check-schemas":
+                report = wb.check_schemas(args.toolbox, providers=args.provider or ("openai", "anthropic", "gemini"))
+                print(repr(report))
+                return 1 if report.rejected else 0
             elif args.command == "call":
                 try:
                     arguments = json.loads(args.arguments)

@@ -195,6 +195,7 @@ def test_explorer_in_jupyterlab(lab: Lab) -> None:
         history = page.inner_text(".wb-history")
         assert "demo/datasets/query" in history and json.dumps({"dataset": "penguins", "limit": 3})[:20] in history
         panes(page)
+        models(page)
 
 
 def wait_text(page: Any, selector: str, text: str, timeout: float = 60_000) -> None:
@@ -252,6 +253,19 @@ def panes(page: Any) -> None:
     page.click(".wb-prompt-get")
     wait_text(page, ".wb-prompt-result", "penguins")
     page.screenshot(path=str(ARTIFACTS / "explorer-prompts.png"), full_page=True)
+
+
+def models(page: Any) -> None:
+    """The Models tab of the datasets server (chosen last by `panes`): its schema report, a column per
+    provider, and its toolbox's context cost, computed once the tab shows."""
+    tab(page, "Models")
+    wait_text(page, ".wb-models-schemas", "Schema report of demo/datasets", timeout=120_000)
+    header = page.inner_text(".wb-models-schemas thead")
+    assert all(provider in header for provider in ("openai", "anthropic", "gemini")), header
+    assert "demo/datasets/query" in page.inner_text(".wb-models-schemas tbody")
+    wait_text(page, ".wb-models-cost", "dynamic")
+    assert all(mode in page.inner_text(".wb-models-cost") for mode in ("flat", "proxy"))
+    page.screenshot(path=str(ARTIFACTS / "explorer-models.png"), full_page=True)
 
 
 TASK_CELLS = [

@@ -53,6 +53,20 @@ SHOWN = {
         "model/request #",
         ">model</b>",
     ],
+    # the evaluation (one case at 80%, its failing run's reason), its tests held to two pass rates, the schema
+    # reports of the demo and the npm reference servers, and server-everything's context cost three ways
+    "12-judge-a-toolbox.ipynb": [
+        "heaviest         80% (4/5)",
+        "run 5 failed: expect_tools: expected demo/datasets/aggregate; called demo/datasets/query",
+        "2 passed",
+        "1 failed, 1 passed",
+        "Schema report of demo: 18 tools",
+        "Schema report of everything:",
+        "filesystem/filesystem/read_file",
+        "Context cost of toolbox 'everything'",
+        "5 meta-tools + open_toolbox answer",
+        "every server connected directly:",
+    ],
 }
 
 

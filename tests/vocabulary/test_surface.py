@@ -506,3 +506,34 @@ def test_the_html_rendering_has_the_header_and_highlights_what_breaks() -> None:
     assert "<tr><td></td><td>datasets</td><td>server</td>" in html
     assert "datasets &lt;1.1&gt;" in html
     assert changed(lambda data: None)._repr_html_() == "<div><b>Diff of demo: no changes</b></div>"
+
+
+def test_a_change_that_makes_a_tool_unportable_is_a_breaking_finding_of_its_own() -> None:
+    """An optional map argument breaks no client, but Anthropic's strict tool use and Gemini now refuse
+    the tool (OpenAI strict refused it before: `column` is optional)."""
+
+    def edit(data: dict[str, Any]) -> None:
+        tool = data["servers"]["datasets"]["tools"]["stats"]
+        tool["inputSchema"]["properties"]["options"] = {"type": "object", "additionalProperties": {"type": "string"}}
+
+    diff = changed(edit)
+    assert findings(diff) == [
+        ("tool", "stats", "changed", "argument 'options' is new and optional", False),
+        (
+            "tool",
+            "stats",
+            "changed",
+            "no longer portable to anthropic (strict tool use): argument 'options': a map (additionalProperties "
+            '{"type": "string"})',
+            True,
+        ),
+        (
+            "tool",
+            "stats",
+            "changed",
+            "no longer portable to gemini (function declarations, OpenAPI subset): argument 'options': a map "
+            '(additionalProperties {"type": "string"})',
+            True,
+        ),
+    ]
+    assert diff.breaking

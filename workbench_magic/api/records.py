@@ -17,9 +17,11 @@ from workbench_magic.api.server_features import parse_target
 from workbench_magic.api.tracing import Trace
 from workbench_magic.engine.cassette_deck import Recording
 from workbench_magic.engine.wiretap import TRACE_LIMIT
+from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.api.regression import Session
+    from workbench_magic.vocabulary.evaluations import EvalReport
     from workbench_magic.vocabulary.listings import CallRecord
     from workbench_magic.vocabulary.surface import Diff, Snapshot
 
@@ -145,8 +147,10 @@ class Records(Facade):
         replay: str | os.PathLike[str] | None = None,
         calls: Iterable[CallRecord | int] | None = None,
         ignore: Iterable[str] = (),
+        evals: EvalReport | None = None,
+        min_pass_rate: float | None = None,
     ) -> str:
-        """Write the session's tool calls as a pytest file at `path` (`.py`); returns the path.
+        """Write the session's tool calls, or an evaluation (`evals`), as a pytest file at `path`; returns the path.
 
         A module fixture opens the toolboxes the calls used (the session's config file, its path
         relative to the test file; with `replay=CASSETTE`, that cassette and no config: no server,
@@ -159,11 +163,19 @@ class Records(Facade):
         A `UserWarning` says when the config is not a file (the tests then discover theirs) and
         when an `ignore` path matches nothing exported.
 
+        With `evals=report` (`wb.evaluate`) the file holds the evaluation instead: its fixture replays
+        it from `replay`, the cassette recorded while it ran (required: no model, no key, no server),
+        and one test per case fails when the case passes less often than `min_pass_rate` (default:
+        the pass rate it had then). A case with a predicate or evaluators of its own cannot be written.
+
         Args:
             path: the test file to write (`.py`).
             replay: a cassette the fixture replays instead of starting servers.
             calls: the calls to export, as history records or indices (None: the whole history).
             ignore: JSON paths of values not compared.
+            evals: an evaluation to write as tests (then `calls` and `ignore` do not apply).
+            min_pass_rate: with `evals`, the share of runs (0 to 1) below which a case's test fails; None:
+                each case's recorded pass rate.
 
         Returns:
             The path.
@@ -172,8 +184,20 @@ class Records(Facade):
             ```python
             wb.call("demo/notes/add_note", {"title": "first", "body": "hello"})
             wb.export_tests("test_notes.py", ignore=["$.id", "$.created"])
+
+            with wb.record("evals.json"):
+                report = wb.evaluate(cases, runs=5)
+            wb.export_tests("test_evals.py", evals=report, replay="evals.json", min_pass_rate=0.8)
             ```
         """
+        if evals is not None:
+            from workbench_magic.api.evaluation_export import export_evals
+
+            if calls is not None or tuple(ignore):
+                raise UsageError("calls and ignore choose a session's calls: export_tests(evals=...) takes neither")
+            return export_evals(evals, path, replay=replay, min_pass_rate=min_pass_rate)
+        if min_pass_rate is not None:
+            raise UsageError("min_pass_rate is for an evaluation: export_tests(path, evals=report, ...)")
         from workbench_magic.api.regression import export_tests
 
         return export_tests(self._session(), path, replay=replay, calls=calls, ignore=ignore)
@@ -207,8 +231,9 @@ class Records(Facade):
     def diff(old: Snapshot | str | os.PathLike[str], new: Snapshot | str | os.PathLike[str]) -> Diff:
         """What changed from `old` to `new` (snapshots, or paths of saved ones).
 
-        Added, removed and changed items per server, schema changes named per argument; `.breaking`
-        when a client could break.
+        Added, removed and changed items per server, schema changes named per argument, and a tool
+        whose new input schema a model provider rejects where it took the old one (`no longer portable
+        to gemini (...)`: `wb.check_schemas`'s rules); `.breaking` when a client could break.
 
         Args:
             old: the earlier surface: a `Snapshot`, or the path of a saved one.

@@ -115,7 +115,7 @@ def export_tests(
     if replay is not None:
         if not Path(replay).is_file():
             raise UsageError(f"No cassette at {os.fspath(replay)!r}: record one with wb.record(path) first")
-        cassette = _relative(Path(replay), target)
+        cassette = path_from_module(Path(replay), target)
     else:
         added = [f"{r.identifier.toolbox}/{r.identifier.server}" for r in kept if _added(workbench, r)]
         if added:
@@ -206,7 +206,7 @@ def _added(workbench: Session, record: CallRecord) -> bool:
 
 
 def _config_file(source: str, module: Path) -> str | None:
-    """The session's config file as the test module finds it (`_relative`); None when the tests
+    """The session's config file as the test module finds it (`path_from_module`); None when the tests
     discover the config: the session's is the embedded default (they find it too, unless told
     otherwise), or not a file (a warning says so)."""
     from workbench_magic.config.defaults import EMBEDDED_SOURCE
@@ -218,7 +218,7 @@ def _config_file(source: str, module: Path) -> str | None:
     if not path.is_file():
         warnings.warn(_not_a_file(source), UserWarning, stacklevel=4)
         return None
-    return _relative(path, module)
+    return path_from_module(path, module)
 
 
 def _compared(answer: ToolAnswer) -> Any:
@@ -239,7 +239,7 @@ def _unmatched(records: list[CallRecord], paths: tuple[str, ...]) -> list[str]:
     return [path for path in paths if all(without(value, [path]) == value for value in values)]
 
 
-def _relative(path: Path, module: Path) -> str:
+def path_from_module(path: Path, module: Path) -> str:
     """`path` as the test module finds it from its own folder: relative when they share a folder
     below the root, else absolute."""
     target, folder = path.resolve(), module.resolve().parent
@@ -252,7 +252,7 @@ def _relative(path: Path, module: Path) -> str:
     return Path(os.path.relpath(target, folder)).as_posix()
 
 
-def _path_constant(name: str, path: str) -> str:
+def path_constant(name: str, path: str) -> str:
     """`NAME = ...` for `path` (relative to the test module, or absolute), as ruff formats it."""
     if Path(path).is_absolute():
         one = f"{name} = Path({string(path)})"
@@ -327,9 +327,9 @@ def _module(
     head = doc + "\n\n" + "\n".join(imports)
     constants = []
     if cassette:
-        constants.append(_path_constant("CASSETTE", cassette))
+        constants.append(path_constant("CASSETTE", cassette))
     if config:
-        constants.append(_path_constant("CONFIG", config))
+        constants.append(path_constant("CONFIG", config))
     if ignoring:
         assign = "IGNORE = "
         comment = "# values that change from run to run, left out of the comparisons\n"
@@ -358,7 +358,9 @@ def _fixture(toolboxes: list[str], cassette: str | None, config: str | None) -> 
     return "\n".join(lines)
 
 
-def _test_name(stem: str, names: set[str]) -> str:
+def unique_test_name(stem: str, names: set[str]) -> str:
+    """A test function's name made of `stem` (an identifier, not a keyword), not yet in `names`
+    (which it joins)."""
     name = re.sub(r"\W+", "_", stem).strip("_").lower()[:_NAME_ROOM].rstrip("_")
     if keyword.iskeyword(name):
         name += "_"
@@ -386,7 +388,7 @@ def _expected(answer: ToolAnswer, ignore: tuple[str, ...]) -> tuple[str, Any]:
 
 def _call_test(number: int, record: CallRecord, expected: tuple[str, Any], names: set[str]) -> str:
     ident = record.identifier
-    name = _test_name(f"test_{number:02d}_{ident.server}_{ident.name}", names)
+    name = unique_test_name(f"test_{number:02d}_{ident.server}_{ident.name}", names)
     answer: ToolAnswer = record.answer
     arguments = [str(ident), *([record.arguments] if record.arguments else [])]
     lines = [f"def {name}(wb: Workbench) -> None:", call("result", "wb.call", arguments)]
@@ -400,7 +402,7 @@ def _call_test(number: int, record: CallRecord, expected: tuple[str, Any], names
 
 def _schema_test(tool: str, schema: dict[str, Any], names: set[str]) -> str:
     parts = tool.split("/")
-    name = _test_name(f"test_schema_{parts[1]}_{'_'.join(parts[2:])}", names)
+    name = unique_test_name(f"test_schema_{parts[1]}_{'_'.join(parts[2:])}", names)
     head = "    accepted = "
     return "\n".join(
         [

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, cast
 from workbench_magic.api.extras import require_extra
 from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_identifier, parse_target
-from workbench_magic.vocabulary.errors import UsageError, server_not_found, toolbox_not_open
+from workbench_magic.vocabulary.errors import (
+    ConnectError,
+    UsageError,
+    connect_text,
+    server_not_found,
+    toolbox_not_open,
+)
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -209,6 +215,8 @@ async def _opened(core: Core, settings: WorkbenchConfig, toolbox: str, server: s
         raise toolbox_not_open(toolbox)
     if server is not None and server not in box.servers:
         raise server_not_found(server, toolbox)
+    if server is not None and box.servers[server].status == "failed":  # its tools are unknown: not none
+        raise ConnectError(box.servers[server].error or connect_text(server, toolbox))
 
 
 async def _looked_up(core: Core, settings: WorkbenchConfig, identifiers: tuple[ToolIdentifier, ...]) -> None:

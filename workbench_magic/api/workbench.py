@@ -27,7 +27,10 @@ from traitlets.config import Config, Configurable
 from workbench_magic.api.calling import Calling
 from workbench_magic.api.chat import ChatMethods
 from workbench_magic.api.client_features import ClientFeatureMethods, ClientFeatures
+from workbench_magic.api.context_cost import ContextCostMethods
+from workbench_magic.api.evaluation import EvaluationMethods
 from workbench_magic.api.models import ModelOrName
+from workbench_magic.api.portability import PortabilityMethods
 from workbench_magic.api.records import Records
 from workbench_magic.api.server_features import (
     ServerFeatureMethods,
@@ -88,7 +91,16 @@ atexit.register(_close_everything)
 
 
 class Workbench(
-    Configurable, Calling, Records, ServerFeatureMethods, ClientFeatureMethods, ToolsetMethods, ChatMethods
+    Configurable,
+    Calling,
+    Records,
+    ServerFeatureMethods,
+    ClientFeatureMethods,
+    ToolsetMethods,
+    ChatMethods,
+    ContextCostMethods,
+    EvaluationMethods,
+    PortabilityMethods,
 ):
     """Toolboxes of MCP servers, opened on demand, called from Python.
 

@@ -257,6 +257,21 @@ class WorkbenchMagics(Magics):
             raise UsageError("--replay and --ignore are for tests: %workbench export PATH.py [--replay CASSETTE]")
         return TextView(f"Exported the session to {self.workbench.export_notebook(ns.path)}")
 
+    def _cmd_evaluate(self, args: list[str]) -> Any:
+        from workbench_magic.api.evaluation import read_cases
+
+        p = self._parser("evaluate")
+        p.add_argument("path")
+        p.add_argument("--toolbox", default=None)
+        p.add_argument("--model", default=None)
+        p.add_argument("--runs", type=int, default=None)
+        ns = p.parse(args)
+        found = read_cases(ns.path)
+        runs = ns.runs if ns.runs is not None else found.runs
+        options: dict[str, Any] = {"runs": runs} if runs is not None else {}
+        toolbox, model = ns.toolbox or found.toolbox, ns.model or found.model
+        return self.workbench.evaluate(found.cases, toolbox=toolbox, model=model, **options)
+
     def _cmd_trace(self, args: list[str]) -> Any:
         from workbench_magic.notebook.views import TextView
 

@@ -76,6 +76,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "accepts what it accepted). --replay runs them from a cassette (no server); --ignore leaves\n"
         "out a value that changes from run to run ($.created).",
     ),
+    "evaluate": (
+        "%workbench evaluate FILE.yaml [--toolbox TOOLBOX] [--model MODEL] [--runs N]",
+        "Run the cases of a YAML file with a model over a toolbox, each several times: how often each\n"
+        "passed, the tools called, tokens and time, and why the failing runs failed. The file has\n"
+        "cases: (each a prompt, with expect_tools, expect_arguments, expect_text) and may set toolbox:,\n"
+        "model: and runs:; the options win over it.",
+    ),
 }
 
 USE_TOOL_HELP = """\

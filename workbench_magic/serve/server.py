@@ -3,7 +3,9 @@
 Meta-tools `list_toolboxes`, `open_toolbox`, `close_toolbox`, `use_tool` and `search_tools`
 give any MCP client the toolboxes of one config. In dynamic mode every tool of an opened
 toolbox is also registered as `{toolbox}__{server}__{tool}` and clients are told the list
-changed (the legacy notification and the 2026-07-28 subscription).
+changed (the legacy notification and the 2026-07-28 subscription). What clients read (the
+meta-tools, the instructions, the `open_toolbox` answer, the registered names) is built in
+vocabulary/served.py, where `wb.context_cost` measures it too.
 
 A `WorkbenchServer` runs on its workbench's own loop thread (`Workbench.run_on_loop`), where
 every downstream connection lives, so a forwarded call crosses no thread; `serve()`'s main thread
@@ -14,10 +16,8 @@ so. Logs go to stderr: on stdio, stdout is the protocol.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import mcp_types as types
@@ -35,10 +35,20 @@ from workbench_magic.serve.forwarding import (
     declare_sampling_as_upstream,
     no_upstream_sampling,
 )
+from workbench_magic.vocabulary import served
 from workbench_magic.vocabulary.errors import WorkbenchError
 from workbench_magic.vocabulary.events import ToolsChanged
 from workbench_magic.vocabulary.identifiers import parse_identifier
 from workbench_magic.vocabulary.listings import ToolInfo
+from workbench_magic.vocabulary.served import (
+    META_TOOLS,
+    MetaTool,
+    answer_text,
+    open_toolbox_answer,
+    registered_description,
+    registered_meta,
+    registered_name,
+)
 
 logger = logging.getLogger("workbench_magic.server")
 
@@ -54,110 +64,20 @@ SERVED_ELSEWHERE = "A WorkbenchServer must be served on its workbench's loop: wo
 ANSWER_WAIT = 10.0
 """Dynamic mode: at most this long a tool-list notification waits for the answer it follows."""
 
-_STRING = {"type": "string", "minLength": 1}
-_TOOLBOX_ARG = {
-    "type": "object",
-    "properties": {"toolbox": {**_STRING, "description": "Toolbox name, from list_toolboxes"}},
-    "required": ["toolbox"],
-    "additionalProperties": False,
-}
-_IDENTIFIER = {
-    "type": "object",
-    "description": "Which tool: its toolbox, its server, and its name (as open_toolbox lists them)",
-    "properties": {
-        "toolbox": {**_STRING, "description": "Toolbox name"},
-        "server": {**_STRING, "description": "Server name within the toolbox"},
-        "name": {**_STRING, "description": "Tool name as the server defines it"},
-    },
-    "required": ["toolbox", "server", "name"],
-    "additionalProperties": False,
-}
 
-
-def _notes(title: str, *, read_only: bool) -> types.ToolAnnotations:
-    """Annotations of the toolbox meta-tools: idempotent, local, never destructive."""
-    return types.ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=None if read_only else False,
-        idempotent_hint=True,
-        open_world_hint=False,
+def _sdk_tool(meta: MetaTool) -> types.Tool:
+    return types.Tool(
+        name=meta.name,
+        description=meta.description,
+        input_schema=meta.input_schema,
+        annotations=types.ToolAnnotations(**meta.annotations),
     )
-
-
-@dataclass(frozen=True)
-class MetaTool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    annotations: types.ToolAnnotations
-
-    def sdk(self) -> types.Tool:
-        return types.Tool(
-            name=self.name, description=self.description, input_schema=self.input_schema, annotations=self.annotations
-        )
-
-
-META_TOOLS: dict[str, MetaTool] = {
-    t.name: t
-    for t in (
-        MetaTool(
-            "list_toolboxes",
-            "List the configured toolboxes: name, description, servers, and whether each is open.",
-            {"type": "object", "properties": {}, "additionalProperties": False},
-            _notes("List toolboxes", read_only=True),
-        ),
-        MetaTool(
-            "open_toolbox",
-            "Open a toolbox: start and connect every MCP server in it, and list their tools with input schemas. "
-            "Opening an open toolbox returns the same answer.",
-            _TOOLBOX_ARG,
-            _notes("Open toolbox", read_only=False),
-        ),
-        MetaTool(
-            "close_toolbox",
-            "Close a toolbox: disconnect and stop its MCP servers.",
-            _TOOLBOX_ARG,
-            _notes("Close toolbox", read_only=False),
-        ),
-        MetaTool(
-            "use_tool",
-            "Call a tool of a toolbox. `tool` names it ({toolbox, server, name}); `arguments` are the tool's own "
-            "arguments (see its inputSchema from open_toolbox). The tool's result is returned unchanged.",
-            {
-                "type": "object",
-                "properties": {
-                    "tool": _IDENTIFIER,
-                    "arguments": {
-                        "type": "object",
-                        "description": "Arguments for the tool, matching its inputSchema",
-                        "default": {},
-                    },
-                },
-                "required": ["tool"],
-                "additionalProperties": False,
-            },
-            types.ToolAnnotations(title="Use tool", read_only_hint=False, open_world_hint=True),
-        ),
-        MetaTool(
-            "search_tools",
-            "Search the tools of open toolboxes by words in their name, server, toolbox or description.",
-            {
-                "type": "object",
-                "properties": {"query": {"type": "string", "description": "Words to look for"}},
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-            _notes("Search tools", read_only=True),
-        ),
-    )
-}
 
 
 def _text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
     """JSON text plus the same data as structured content."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))],
+        content=[types.TextContent(type="text", text=answer_text(data))],
         structured_content=data if isinstance(data, dict) else None,
         is_error=error,
     )
@@ -172,30 +92,9 @@ def for_model(tool: ToolInfo | None) -> bool:
     return tool is None or tool.for_model
 
 
-def registered_name(tool: ToolInfo) -> str:
-    """`{toolbox}__{server}__{tool}` (toolbox and server names never contain `__`)."""
-    return f"{tool.toolbox}__{tool.server}__{tool.name}"
-
-
 def instructions(workbench: Workbench) -> str:
     """The initialize instructions: the toolboxes and a `use_tool` call the schema accepts."""
-    toolboxes = workbench.toolboxes()
-    lines = [
-        "MCP Workbench: MCP servers grouped into toolboxes.",
-        "Call open_toolbox to start a toolbox's servers and see their tools, then use_tool to call one.",
-        "",
-        "Toolboxes:",
-    ]
-    for tb in toolboxes:
-        count = len(tb.servers)
-        lines.append(f"- {tb.name} ({count} server{'s' if count != 1 else ''}): {tb.description or 'no description'}")
-    if not toolboxes:
-        lines.append("- (none configured)")
-    toolbox = toolboxes[0].name if toolboxes else "my_toolbox"
-    server = toolboxes[0].servers[0] if toolboxes and toolboxes[0].servers else "my_server"
-    example = {"tool": {"toolbox": toolbox, "server": server, "name": "TOOL_NAME_FROM_OPEN_TOOLBOX"}, "arguments": {}}
-    lines += ["", "Example use_tool arguments:", json.dumps(example, indent=2)]
-    return "\n".join(lines)
+    return served.instructions(workbench.toolboxes())
 
 
 class WorkbenchServer(MCPServer):
@@ -239,17 +138,17 @@ class WorkbenchServer(MCPServer):
 
     # ---- what clients see ---------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
-        tools = [meta.sdk() for meta in META_TOOLS.values()]
+        tools = [_sdk_tool(meta) for meta in META_TOOLS.values()]
         for name, info in self._dynamic.items():
             tools.append(
                 types.Tool(
                     name=name,
                     title=info.title,
-                    description=f"[{info.toolbox}/{info.server}] {info.description or ''}".rstrip(),
+                    description=registered_description(info),
                     input_schema=info.input_schema,
                     output_schema=info.output_schema,
                     annotations=types.ToolAnnotations.model_validate(info.annotations) if info.annotations else None,
-                    _meta={"toolbox": info.toolbox, "server": info.server, "original_name": info.name},
+                    _meta=registered_meta(info),
                 )
             )
         return tools
@@ -308,16 +207,7 @@ class WorkbenchServer(MCPServer):
         name = arguments["toolbox"]
         declare_sampling_as_upstream(self.workbench, context, no_upstream_sampling)
         box = await self.workbench.aopen(name)
-        servers = box.servers
-        tools = box.tools
-        answer: dict[str, Any] = {
-            "toolbox": name,
-            "description": box.description,
-            "servers_connected": sum(1 for s in servers.values() if s.available),  # idle: starts on first use
-            "tools": [t.to_dict() for t in tools if for_model(t)],
-        }
-        if box.failed:
-            answer["servers_failed"] = box.failed
+        answer = open_toolbox_answer(name, box.description, box.servers, box.tools, box.failed)
         if self.mode == "dynamic" and self._register(name):
             self._tell_after_answer()
         return _text_result(answer)

@@ -10,7 +10,9 @@ output field removed, ...), so that a server author can gate a release on `diff.
 
 This module compares servers, items, their plain fields and prompt arguments; a tool's input and
 output schemas are compared by vocabulary/schema_changes.py, whose `schema_breaks`,
-`input_changes`, `output_changes` and `Finding` are re-exported here.
+`input_changes`, `output_changes` and `Finding` are re-exported here. A tool whose new input schema
+a model provider rejects, where it accepted the old one, is a breaking finding of its own
+(`no longer portable to gemini (...): <reasons>`, vocabulary/portability.py's rules).
 Plain data: no SDK import, no I/O but `save` and `load`.
 """
 
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench_magic.vocabulary.errors import UsageError, raise_alone
+from workbench_magic.vocabulary.portability import MODES, unportable
 from workbench_magic.vocabulary.rendering import esc
 from workbench_magic.vocabulary.schema_changes import (
     _SHOWN,
@@ -368,6 +371,7 @@ def _item_changes(kind: str, old: dict[str, Any], new: dict[str, Any]) -> list[F
         schemas = ("inputSchema", "outputSchema")
         findings = _field_changes(old, new, first=("title", "description"), skip=(*schemas, "annotations"))
         findings += input_changes(_mapping(old.get("inputSchema")), _mapping(new.get("inputSchema")))
+        findings += _portability_changes(old.get("inputSchema"), new.get("inputSchema"))
         findings += output_changes(old.get("outputSchema"), new.get("outputSchema"))
         for key in sorted({*_mapping(old.get("annotations")), *_mapping(new.get("annotations"))}):
             before, after = _mapping(old.get("annotations")).get(key), _mapping(new.get("annotations")).get(key)
@@ -400,6 +404,17 @@ def _field_changes(
     return findings
 
 
+def _portability_changes(old: Any, new: Any) -> list[Finding]:
+    """A provider that accepted the old input schema and rejects the new one: breaking, a finding of its own
+    (vocabulary/portability.py's rules)."""
+    if old == new:
+        return []
+    return [
+        (f"no longer portable to {provider} ({MODES[provider]}): {'; '.join(reasons)}", True)
+        for provider, reasons in unportable(_schema(old), _schema(new))
+    ]
+
+
 def _prompt_argument_changes(old: Any, new: Any) -> list[Finding]:
     before, after = _arguments(old), _arguments(new)
     findings: list[Finding] = []
@@ -426,6 +441,10 @@ def _arguments(value: Any) -> dict[str, dict[str, Any]]:
 
 
 # ---- small helpers ------------------------------------------------------------------------------
+def _schema(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
 def _section(surface: dict[str, Any], key: str) -> dict[str, Any]:
     return _mapping(surface.get(key))
 

@@ -300,7 +300,8 @@ def test_a_closed_explorer_unsubscribes(wb: Workbench) -> None:
 def test_tabs_and_markdown_descriptions(wb: Workbench) -> None:
     explorer = Explorer(wb, "t")
     try:
-        assert explorer.tabs.titles == ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol")
+        titles = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol", "Models")
+        assert explorer.tabs.titles == titles
         explorer.select("t/s/echo")
         shown = [o["data"] for o in explorer.tool_doc.outputs]
         assert shown and "text/markdown" in shown[0]  # rendered by the front end, `code` and all

@@ -49,7 +49,7 @@ def shows(pane: ProtocolPane, count: int) -> bool:
 def test_the_tab_records_the_chosen_server_only_while_it_shows(wb: Workbench) -> None:
     explorer = Explorer(wb, "t")
     try:
-        assert explorer.tabs.titles[-1] == "Protocol" and "Protocol" in TICKING
+        assert explorer.tabs.titles[-2:] == ("Protocol", "Models") and "Protocol" in TICKING
         assert recordings(wb) == ()  # nothing records before the tab shows
         assert explorer.server_select.value == "s"
         pane = show_protocol(explorer)

@@ -44,10 +44,10 @@ if TYPE_CHECKING:
 
 FORM_CACHE = 32
 """Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
-TABS = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol")
+TABS = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol", "Models")
 """The explorer's tabs, in order."""
-TICKING = ("Logs", "Resources", "Tasks", "Protocol")
-"""The tabs brought up to date every second while they show."""
+TICKING = ("Logs", "Resources", "Tasks", "Protocol", "Models")
+"""The tabs brought up to date every second while they show (Resources and Models: `sync()`)."""
 
 
 def _kernel_channel() -> Channel:
@@ -179,6 +179,7 @@ class Explorer:
 
     def _make_panes(self) -> dict[str, Any]:
         from workbench_magic.notebook.widgets.log_pane import LogPane
+        from workbench_magic.notebook.widgets.models_pane import ModelsPane
         from workbench_magic.notebook.widgets.prompt_pane import PromptPane
         from workbench_magic.notebook.widgets.protocol_pane import ProtocolPane
         from workbench_magic.notebook.widgets.resource_pane import ResourcePane
@@ -191,6 +192,7 @@ class Explorer:
             "Logs": LogPane(self.workbench),
             "Tasks": TaskPane(self.workbench),
             "Protocol": ProtocolPane(self.workbench),
+            "Models": ModelsPane(self.workbench, self._channel),
         }
 
     @property
@@ -217,6 +219,12 @@ class Explorer:
     def protocol(self) -> Any:
         """The Protocol tab's pane (the chosen server's messages, recorded while the tab shows)."""
         return self._panes["Protocol"]
+
+    @property
+    def models(self) -> Any:
+        """The Models tab's pane (the chosen server's schema report, its toolbox's context cost, the
+        last evaluation; computed when the tab shows)."""
+        return self._panes["Models"]
 
     def _on_tab(self, change: Any = None) -> None:
         """A pane reads its server when it is shown (not on every change of selection)."""
@@ -247,9 +255,9 @@ class Explorer:
             hide()
 
     def _tick(self) -> None:
-        """While the Logs, Resources, Tasks or Protocol tab shows, bring it up to date every second
-        (in a kernel, on its event loop): new log lines, a watched resource's updates, tasks'
-        states, the server's messages."""
+        """While the Logs, Resources, Tasks, Protocol or Models tab shows, bring it up to date every
+        second (in a kernel, on its event loop): new log lines, a watched resource's updates, tasks'
+        states, the server's messages, the last evaluation."""
         loop = getattr(self._channel, "loop", None)
         if loop is None or self.closed or self._log_timer is not None:
             return
@@ -259,8 +267,8 @@ class Explorer:
             title = self.tabs.titles[self.tabs.selected_index or 0]
             if self.closed or title not in TICKING:
                 return
-            if title == "Resources":
-                self.resources.sync()
+            if title in ("Resources", "Models"):
+                self._panes[title].sync()
             else:
                 self._panes[title].refresh()
             self._tick()

@@ -1,0 +1,1232 @@
+"""Whether model providers accept a tool's input schema: the rules, each next to its source, and the report.
+
+A tool's input schema goes to a model provider as a function declaration, and each provider takes
+only a subset of JSON Schema. Three providers, each in the mode that holds the model to the schema:
+
+- ``openai``: function calling with ``strict: true`` (Structured Outputs), which the Responses API
+  also applies to a tool that does not say ``strict``. Some of its rules (an array without ``items``,
+  a root that is not an object) fail even without ``strict``;
+- ``anthropic``: strict tool use (``strict: true``);
+- ``gemini``: a function declaration's ``parameters``, the OpenAPI 3.0 subset of Gemini's ``Schema``
+  (what the Live API, Vertex and most frameworks send; pydantic-ai's ``GoogleModel`` sends
+  ``parametersJsonSchema`` instead, which takes JSON Schema).
+
+`judge(schema, provider)` gives a `Verdict`: ``accepted`` as it is, ``rewritten`` (accepted after
+lossless rewrites, each named: ``inlined $ref '#/$defs/Node'``), or ``rejected`` with every reason.
+A rewrite is lossless when the schema sent accepts the arguments the original accepts: it changes
+how the schema is written, not what it allows (annotations, which change nothing a validator
+checks, may be dropped). Decisions taken here:
+
+- an optional property under OpenAI strict is **rejected**: strict mode wants every property
+  required, and making it required with ``null`` added is not lossless: the model must then send
+  ``null`` where it left the argument out, and the tool gets that ``null`` (which it may refuse, or
+  read differently from an absent argument) unless the caller drops it, which neither the workbench
+  nor the agent frameworks do;
+- ``additionalProperties: false`` added (OpenAI, Anthropic) to an object that declares its
+  properties is lossless for the calls a model makes: the declaration names no other property to
+  send (the providers' own normalisation, Anthropic's ``transform_schema`` and pydantic-ai do the
+  same). An object that declares no property (a free-form map) is rejected: closed, it takes only
+  ``{}``;
+- for Gemini, ``additionalProperties: false`` is dropped (its ``Schema`` object holds only the
+  properties it declares), a map is rejected;
+- a keyword a provider does not take, moved into the description (what pydantic-ai's ``strict=True``
+  transformers do with an unsupported ``format``), is not lossless: the provider no longer holds the
+  model to it. Rejected;
+- ``oneOf`` becomes ``anyOf`` only when its branches are disjoint (types that cannot overlap, or
+  objects told apart by a required ``const``/``enum`` property); ``allOf`` is merged only when its
+  parts declare different properties and no other keyword twice;
+- ``$ref`` is inlined when it is not recursive; ``type: [X, "null"]`` becomes ``nullable`` (Gemini).
+
+The rules are data (`RULES`, one `Rule` per documented limit, with its source URL) and one walk
+per provider (`judge`). Where pydantic-ai's schema transformers decide strictness (OpenAI), the api
+layer (api/portability.py) cross-checks a verdict with them. `unportable(old, new)` is what
+the snapshot diff reports. `SchemaReport` is the table of tool by provider.
+Plain data: no SDK import, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from workbench_magic.vocabulary.errors import missing_extra, raise_alone
+from workbench_magic.vocabulary.rendering import esc, json_type
+from workbench_magic.vocabulary.schema_changes import _subject
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ACCEPTED",
+    "MODES",
+    "PROVIDERS",
+    "REJECTED",
+    "REWRITTEN",
+    "RULES",
+    "Finding",
+    "Rule",
+    "SchemaReport",
+    "Verdict",
+    "judge",
+    "unportable",
+]
+
+PROVIDERS = ("openai", "anthropic", "gemini")
+"""The providers judged, in the report's column order."""
+
+MODES = {
+    "openai": "strict function calling",
+    "anthropic": "strict tool use",
+    "gemini": "function declarations, OpenAPI subset",
+}
+"""What each provider's column judges."""
+
+ACCEPTED = "accepted"
+REWRITTEN = "rewritten"
+REJECTED = "rejected"
+
+# ---- sources ------------------------------------------------------------------------------------
+OPENAI_SCHEMAS = "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas"
+OPENAI_STRICT = "https://platform.openai.com/docs/guides/function-calling#strict-mode"
+#: pydantic-ai's OpenAI transformer: what it finds strict-incompatible (and why, in its comments).
+PYDANTIC_AI_OPENAI = "https://github.com/pydantic/pydantic-ai/blob/main/pydantic_ai_slim/pydantic_ai/profiles/openai.py"
+#: 400 "schema must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level".
+OPENAI_ROOT_400 = "https://github.com/Lingtai-AI/lingtai-kernel/issues/113"
+#: MCP tools' schemas "that OpenAI's strict mode rejects, e.g. using `default`".
+OPENAI_DEFAULT_400 = "https://github.com/dotnet/extensions/issues/6266"
+#: 400 "In context=('properties', 'tags'), array schema missing items", with or without strict.
+OPENAI_ITEMS_400 = "https://github.com/spring-projects/spring-ai/issues/2561"
+ANTHROPIC_LIMITS = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations"
+ANTHROPIC_STRICT = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use"
+GEMINI_SCHEMA = "https://ai.google.dev/api/caching#Schema"
+GEMINI_DECLARATIONS = "https://ai.google.dev/gemini-api/docs/function-calling#function_declarations"
+#: "Parameter names must start with a letter or an underscore ... a maximum length of 64".
+VERTEX_DECLARATION = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/FunctionDeclaration"
+#: 400 "... parameters.properties: should be non-empty for OBJECT type".
+GEMINI_EMPTY_400 = "https://github.com/agno-agi/agno/issues/2112"
+#: 400 "... type: must be specified when not using one_of, any_of or all_of fields".
+GEMINI_TYPE_400 = "https://github.com/danny-avila/LibreChat/issues/6971"
+#: 400 "Invalid JSON payload received. Unknown name "additionalProperties" ... Cannot find field."
+GEMINI_UNKNOWN_400 = "https://github.com/nanbingxyz/5ire/issues/42"
+#: Annotations (title, description, default, deprecated, readOnly, writeOnly, examples) do not validate.
+JSON_SCHEMA_ANNOTATIONS = "https://json-schema.org/draft/2020-12/json-schema-validation#section-9"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented limit of one provider.
+
+    Attributes:
+        provider: ``openai``, ``anthropic`` or ``gemini``.
+        name: short and stable (``all-required``).
+        text: the limit, as the provider states it.
+        source: the URL that states it.
+    """
+
+    provider: str
+    name: str
+    text: str
+    source: str
+
+
+RULES: dict[tuple[str, str], Rule] = {}
+"""Every rule, by (provider, name)."""
+
+
+def _rule(provider: str, name: str, text: str, source: str) -> Rule:
+    rule = Rule(provider, name, text, source)
+    RULES[(provider, name)] = rule
+    return rule
+
+
+# ---- the rules, per provider, each with its source ----------------------------------------------
+_O_ROOT = _rule(
+    "openai",
+    "root-object",
+    "the parameters are an object schema, without oneOf, anyOf, allOf, enum or not at the top level",
+    OPENAI_ROOT_400,  # and OPENAI_SCHEMAS: "Root objects must not be anyOf and must be an object"
+)
+_O_CLOSED = _rule("openai", "closed-objects", "additionalProperties: false must be set on every object", OPENAI_SCHEMAS)
+_O_REQUIRED = _rule(
+    "openai", "all-required", "every property is required (an optional one is a union with null)", OPENAI_SCHEMAS
+)
+_O_ITEMS = _rule("openai", "typed-items", "an array has items with a type (400 even without strict)", OPENAI_ITEMS_400)
+_O_TUPLE = _rule("openai", "no-tuples", "no tuple (prefixItems, or items as a list)", PYDANTIC_AI_OPENAI)
+_O_ONEOF = _rule("openai", "no-oneOf", "anyOf is supported, oneOf is not", OPENAI_SCHEMAS)
+_O_ALLOF = _rule("openai", "no-allOf", "allOf is not among the supported keywords", OPENAI_SCHEMAS)
+_O_KEYWORD = _rule(
+    "openai",
+    "unsupported-keywords",
+    "not supported: patternProperties, unevaluatedProperties, propertyNames, minProperties, maxProperties, "
+    "unevaluatedItems, contains, minContains, maxContains, uniqueItems (nor not, if/then/else, dependencies)",
+    OPENAI_SCHEMAS,
+)
+_O_FORMAT = _rule(
+    "openai",
+    "formats",
+    "string formats: date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid",
+    OPENAI_SCHEMAS,
+)
+_O_PATTERN = _rule("openai", "pattern", "a pattern has no lookaround", PYDANTIC_AI_OPENAI)
+# pydantic-ai's transformer (PYDANTIC_AI_OPENAI) drops it too under strict=True
+_O_DEFAULT = _rule("openai", "no-default", "default is not allowed in strict mode", OPENAI_DEFAULT_400)
+_O_REF = _rule(
+    "openai", "refs", "a $ref points into $defs/definitions or at the root (#); no sibling keywords", PYDANTIC_AI_OPENAI
+)
+_O_LIMITS = _rule(
+    "openai", "limits", "at most 5,000 properties, 10 levels of nesting, 1,000 enum values", OPENAI_SCHEMAS
+)
+
+_A_ROOT = _rule("anthropic", "root-object", "input_schema is an object schema", ANTHROPIC_STRICT)
+_A_CLOSED = _rule("anthropic", "closed-objects", "additionalProperties must be false on every object", ANTHROPIC_LIMITS)
+_A_RECURSION = _rule("anthropic", "no-recursion", "recursive schemas are not supported", ANTHROPIC_LIMITS)
+_A_NUMBERS = _rule(
+    "anthropic",
+    "numeric-constraints",
+    "no numerical constraints (minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf)",
+    ANTHROPIC_LIMITS,
+)
+_A_STRINGS = _rule("anthropic", "string-constraints", "no minLength, maxLength", ANTHROPIC_LIMITS)
+_A_ARRAYS = _rule("anthropic", "array-constraints", "minItems 0 or 1 only; no maxItems, uniqueItems", ANTHROPIC_LIMITS)
+_A_ENUM = _rule("anthropic", "simple-enums", "enum and const hold strings, numbers, booleans or null", ANTHROPIC_LIMITS)
+_A_FORMAT = _rule(
+    "anthropic",
+    "formats",
+    "string formats: date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid",
+    ANTHROPIC_LIMITS,
+)
+_A_PATTERN = _rule(
+    "anthropic", "pattern", "a pattern has no backreferences, lookaround or word boundaries", ANTHROPIC_LIMITS
+)
+_A_ONEOF = _rule("anthropic", "no-oneOf", "anyOf and allOf are supported, oneOf is not", ANTHROPIC_LIMITS)
+_A_ALLOF_REF = _rule("anthropic", "allOf-ref", "allOf with $ref is not supported", ANTHROPIC_LIMITS)
+_A_KEYWORD = _rule(
+    "anthropic",
+    "unsupported-keywords",
+    "not supported: patternProperties, propertyNames, minProperties, maxProperties, contains, not, "
+    "if/then/else, dependencies, unevaluated*, prefixItems",
+    ANTHROPIC_LIMITS,
+)
+_A_OPTIONAL = _rule(
+    "anthropic", "optional-limit", "at most 24 optional parameters across the strict tools", ANTHROPIC_LIMITS
+)
+_A_UNIONS = _rule(
+    "anthropic",
+    "union-limit",
+    "at most 16 parameters with anyOf or a type list across the strict tools",
+    ANTHROPIC_LIMITS,
+)
+
+_G_ROOT = _rule("gemini", "root-object", "parameters describe an object", GEMINI_DECLARATIONS)
+_G_FIELDS = _rule(
+    "gemini",
+    "schema-fields",
+    "a Schema has type, format, title, description, nullable, enum, items, minItems, maxItems, properties, "
+    "required, minProperties, maxProperties, propertyOrdering, minLength, maxLength, pattern, minimum, maximum, "
+    "anyOf, default, example; other keys are 'Unknown name ... Cannot find field'",
+    GEMINI_SCHEMA,  # the 400 each other key gets: GEMINI_UNKNOWN_400
+)
+_G_REF = _rule("gemini", "no-refs", "no $ref or $defs (a Schema is written out in full)", GEMINI_SCHEMA)
+_G_TYPE_LIST = _rule("gemini", "one-type", "type is one type (nullable: true for null)", GEMINI_SCHEMA)
+_G_TYPE = _rule("gemini", "type-required", "type must be specified when not using anyOf", GEMINI_TYPE_400)
+_G_ENUM = _rule("gemini", "string-enums", "enum is a list of strings; there is no const", GEMINI_SCHEMA)
+_G_MAPS = _rule("gemini", "no-maps", "there is no additionalProperties (a map cannot be declared)", GEMINI_SCHEMA)
+_G_EMPTY = _rule("gemini", "non-empty-objects", "an OBJECT has properties (should be non-empty)", GEMINI_EMPTY_400)
+_G_ONEOF = _rule("gemini", "no-oneOf", "anyOf is supported, oneOf is not", GEMINI_SCHEMA)
+_G_ALLOF = _rule("gemini", "no-allOf", "allOf is not a Schema field", GEMINI_SCHEMA)
+_G_EXCLUSIVE = _rule("gemini", "no-exclusive-bounds", "minimum and maximum only, no exclusive bounds", GEMINI_SCHEMA)
+_G_ITEMS = _rule("gemini", "array-items", "an ARRAY has items", GEMINI_SCHEMA)
+_G_TUPLE = _rule("gemini", "no-tuples", "no tuple (prefixItems, or items as a list)", GEMINI_SCHEMA)
+_G_NAMES = _rule(
+    "gemini",
+    "parameter-names",
+    "parameter names start with a letter or _, then letters, digits or _, at most 64",
+    VERTEX_DECLARATION,
+)
+_G_ANNOTATIONS = _rule(
+    "gemini",
+    "annotations",
+    "annotations ($schema, $id, $comment, examples, deprecated, readOnly, writeOnly) validate nothing",
+    JSON_SCHEMA_ANNOTATIONS,
+)
+
+_BOOLEAN = {
+    p: _rule(p, "boolean-schema", "a subschema is an object (true/false schemas are not in the subset)", src)
+    for p, src in (("openai", OPENAI_SCHEMAS), ("anthropic", ANTHROPIC_LIMITS), ("gemini", GEMINI_SCHEMA))
+}
+_EXTERNAL = {
+    p: _rule(p, "local-refs", "only local $refs (#/...)", src)
+    for p, src in (("openai", OPENAI_SCHEMAS), ("anthropic", ANTHROPIC_LIMITS), ("gemini", GEMINI_SCHEMA))
+}
+_RECURSION_INLINE = {
+    p: _rule(p, "no-recursive-pointers", "a recursive $ref that cannot be inlined", src)
+    for p, src in (("openai", PYDANTIC_AI_OPENAI), ("gemini", GEMINI_SCHEMA))
+}
+
+# ---- keyword sets ------------------------------------------------------------------------------
+_OPENAI_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
+_ANTHROPIC_FORMATS = _OPENAI_FORMATS | {"uri"}
+_EVERYWHERE_UNSUPPORTED = (
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "dependentRequired",
+    "dependencies",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "additionalItems",
+    "$dynamicRef",
+    "$recursiveRef",
+)
+_OPENAI_UNSUPPORTED = (*_EVERYWHERE_UNSUPPORTED, "minProperties", "maxProperties", "uniqueItems")
+_ANTHROPIC_UNSUPPORTED = (*_EVERYWHERE_UNSUPPORTED, "minProperties", "maxProperties")
+_ANTHROPIC_NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_GEMINI_FIELDS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    }
+)
+#: Keywords that validate nothing (JSON Schema annotations, OpenAPI's discriminator): dropping one is lossless.
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$anchor",
+        "$comment",
+        "$vocabulary",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "discriminator",
+        "contentMediaType",
+        "contentEncoding",
+    }
+)
+_TYPE_BEARING = ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const")
+_TYPE_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "object": ("properties", "required", "additionalProperties", "minProperties", "maxProperties", "propertyOrdering"),
+    "array": ("items", "minItems", "maxItems", "uniqueItems", "prefixItems"),
+    "string": ("minLength", "maxLength", "pattern", "format"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+    "integer": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+_GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
+_DEFINITION_REF = re.compile(r"#/(\$defs|definitions)/[^/]+")
+_OPENAI_MAX_PROPERTIES = 5000
+_OPENAI_MAX_DEPTH = 10
+_OPENAI_MAX_ENUM = 1000
+_ANTHROPIC_MAX_OPTIONAL = 24
+_ANTHROPIC_MAX_UNIONS = 16
+
+
+# ---- findings and verdicts ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    """One thing a provider's rules found in a schema: a reason to reject it, or a lossless rewrite.
+
+    Attributes:
+        rule: the rule (its `source` says where the limit is stated).
+        where: ``argument 'where[].op'``, or ``input schema`` for the whole.
+        detail: what is wrong, or what the rewrite did.
+        rewrite: True for a lossless rewrite made, False for a reason to reject.
+    """
+
+    rule: Rule
+    where: str
+    detail: str
+    rewrite: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one provider makes of one tool's input schema.
+
+    Attributes:
+        provider: ``openai``, ``anthropic`` or ``gemini``.
+        status: ``accepted`` (as it is), ``rewritten`` (after the lossless `rewrites`) or ``rejected``.
+        findings: every rewrite and every reason, in the order found.
+        schema: the schema to send (the rewritten one); None when rejected, and for Gemini when the
+            tool takes no arguments (its declaration then has no ``parameters``).
+        optional: the schema's optional parameters (Anthropic counts them across a request's strict tools).
+        unions: its parameters with anyOf or a type list (Anthropic counts them too).
+    """
+
+    provider: str
+    status: str
+    findings: tuple[Finding, ...] = ()
+    schema: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    optional: int = 0
+    unions: int = 0
+
+    @property
+    def rewrites(self) -> tuple[str, ...]:
+        """The lossless rewrites made (empty unless `status` is ``rewritten``)."""
+        if self.status == REJECTED:
+            return ()
+        return tuple(str(f) for f in self.findings if f.rewrite)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Every reason the provider rejects the schema (empty unless `status` is ``rejected``)."""
+        return tuple(str(f) for f in self.findings if not f.rewrite)
+
+    @property
+    def ok(self) -> bool:
+        """Accepted, as it is or rewritten."""
+        return self.status != REJECTED
+
+    def rejected_by(self, reason: str, rule: Rule, where: str = "input schema") -> Verdict:
+        """This verdict with one more reason (rejected).
+
+        Args:
+            reason: the reason.
+            rule: the rule (or cross-check) that gives it.
+            where: where in the schema.
+
+        Returns:
+            A rejected verdict holding this one's findings and the reason.
+        """
+        finding = Finding(rule, where, reason)
+        return Verdict(self.provider, REJECTED, (*self.findings, finding), None, self.optional, self.unions)
+
+
+def judge(schema: Mapping[str, Any] | None, provider: str) -> Verdict:
+    """What `provider` makes of an input schema (a tool without one takes no arguments).
+
+    Args:
+        schema: the tool's input schema.
+        provider: ``openai``, ``anthropic`` or ``gemini``.
+
+    Returns:
+        The verdict: accepted, rewritten (with the rewrites) or rejected (with every reason).
+
+    Raises:
+        ValueError: an unknown provider.
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"Unknown provider {provider!r}: choose from {', '.join(PROVIDERS)}")
+    root = dict(schema) if isinstance(schema, Mapping) else {"type": "object", "properties": {}}
+    walk = _Walk(provider, root)
+    sent = walk.root()
+    findings = tuple(walk.findings)
+    status = REJECTED if any(not f.rewrite for f in findings) else REWRITTEN if findings else ACCEPTED
+    return Verdict(provider, status, findings, None if status == REJECTED else sent, walk.optional, walk.unions)
+
+
+def unportable(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, providers: Sequence[str] = PROVIDERS
+) -> list[tuple[str, tuple[str, ...]]]:
+    """The providers that accepted the input schema `old` (as it was or rewritten) and reject `new`.
+
+    Args:
+        old: the earlier input schema.
+        new: the later one.
+        providers: the providers to judge.
+
+    Returns:
+        ``(provider, reasons)`` per provider that no longer accepts it, in `providers` order.
+    """
+    if old == new:
+        return []
+    lost = []
+    for provider in providers:
+        now = judge(new, provider)
+        if not now.ok and judge(old, provider).ok:
+            lost.append((provider, now.reasons))
+    return lost
+
+
+# ---- the walk -----------------------------------------------------------------------------------
+class _Walk:
+    """One provider's walk over one schema: the schema to send, and the findings on the way."""
+
+    def __init__(self, provider: str, root: dict[str, Any]) -> None:
+        self.p = provider
+        self.top = root
+        self.findings: list[Finding] = []
+        self._said: set[tuple[str, str, str]] = set()
+        self.defs: dict[str, Any] = {}  # $ref -> walked target (refs kept as they are)
+        self.stack: list[str] = []  # refs being walked or inlined
+        self.properties = 0
+        self.enums = 0
+        self.depth = 0
+        self.optional = 0
+        self.unions = 0
+
+    # ---- findings ----
+    def reject(self, rule: Rule, path: str, detail: str) -> None:
+        self._add(Finding(rule, _subject(path, False), detail))
+
+    def rewrite(self, rule: Rule, path: str, detail: str) -> None:
+        self._add(Finding(rule, _subject(path, False), detail, rewrite=True))
+
+    def _add(self, finding: Finding) -> None:
+        key = (finding.rule.name, finding.where, finding.detail)
+        if key not in self._said:
+            self._said.add(key)
+            self.findings.append(finding)
+
+    def rule(self, table: dict[str, Rule]) -> Rule:
+        return table[self.p]
+
+    # ---- the root ----
+    def root(self) -> dict[str, Any] | None:
+        schema = dict(self.top)
+        definitions = {k: schema.pop(k) for k in ("$defs", "definitions") if k in schema}
+        if isinstance(schema.get("$ref"), str):
+            # The parameters themselves behind a $ref: written out, lossless (the root must be an object).
+            ref = schema.pop("$ref")
+            target = self.resolve(ref, "")
+            if isinstance(target, dict):
+                self.rewrite(self._ref_rule(), "", f"inlined the root $ref {ref!r}")
+                schema = {**target, **schema}
+        root_rule = {"openai": _O_ROOT, "anthropic": _A_ROOT, "gemini": _G_ROOT}[self.p]
+        if schema.get("type") != "object":
+            shown = schema.get("type") or next((k for k in ("anyOf", "oneOf", "allOf") if k in schema), "no type")
+            self.reject(root_rule, "", f"the parameters must be an object schema, not {_show(shown)}")
+        elif self.p == "openai":
+            # allOf at the top is merged below when it can be (else rejected there)
+            for key in ("oneOf", "anyOf", "enum", "not"):
+                if key in schema:
+                    self.reject(_O_ROOT, "", f"{key} at the top level")
+        sent = self.node(schema, "", root=True)
+        if not isinstance(sent, dict):
+            return None
+        if self.p == "gemini":
+            if definitions:
+                self.rewrite(_G_REF, "", f"dropped {' and '.join(definitions)} (each $ref written out)")
+            if not sent.get("properties") and sent.get("type") == "object":
+                self.rewrite(_G_EMPTY, "", "no parameters declared: the tool takes no arguments")
+                return None
+            return sent
+        if self.defs:
+            kept: dict[str, dict[str, Any]] = {}
+            for ref, walked in self.defs.items():
+                match = _DEFINITION_REF.fullmatch(ref)
+                if match:
+                    container, name = match.group(1), _unescape(ref.split("/", 2)[2])
+                    kept.setdefault(container, {})[name] = walked
+            sent.update(kept)
+        if self.p == "openai":
+            self._limits()
+        if self.p == "anthropic":
+            if self.optional > _ANTHROPIC_MAX_OPTIONAL:
+                self.reject(_A_OPTIONAL, "", f"{self.optional} optional parameters (at most {_ANTHROPIC_MAX_OPTIONAL})")
+            if self.unions > _ANTHROPIC_MAX_UNIONS:
+                self.reject(_A_UNIONS, "", f"{self.unions} parameters with anyOf or a type list (at most 16)")
+        return sent
+
+    def _limits(self) -> None:
+        if self.properties > _OPENAI_MAX_PROPERTIES:
+            self.reject(_O_LIMITS, "", f"{self.properties} properties (at most {_OPENAI_MAX_PROPERTIES})")
+        if self.depth > _OPENAI_MAX_DEPTH:
+            self.reject(_O_LIMITS, "", f"{self.depth} levels of nesting (at most {_OPENAI_MAX_DEPTH})")
+        if self.enums > _OPENAI_MAX_ENUM:
+            self.reject(_O_LIMITS, "", f"{self.enums} enum values (at most {_OPENAI_MAX_ENUM})")
+
+    # ---- references ----
+    def _ref_rule(self) -> Rule:
+        return {"openai": _O_REF, "anthropic": _A_ALLOF_REF, "gemini": _G_REF}[self.p]
+
+    def resolve(self, ref: str, path: str) -> Any:
+        """What a local `$ref` points to in the whole schema (None, with a reason, when it cannot)."""
+        if not ref.startswith("#"):
+            self.reject(self.rule(_EXTERNAL), path, f"$ref {ref!r} is not local")
+            return None
+        node: Any = self.top
+        if ref not in ("#", "#/"):
+            for part in ref[2:].split("/"):
+                part = _unescape(part)
+                if isinstance(node, dict) and part in node:
+                    node = node[part]
+                elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    self.reject(self.rule(_EXTERNAL), path, f"$ref {ref!r} points to nothing")
+                    return None
+        return node
+
+    def ref(self, schema: dict[str, Any], path: str, depth: int) -> Any:
+        """A schema with a `$ref`: kept (with its target walked once) or written out, per provider."""
+        ref = schema["$ref"]
+        siblings = {k: v for k, v in schema.items() if k != "$ref"}
+        if not isinstance(ref, str):
+            self.reject(self.rule(_EXTERNAL), path, "$ref is not a string")
+            return schema
+        keep = (self.p == "openai" and (ref == "#" or _DEFINITION_REF.fullmatch(ref) is not None)) or (
+            self.p == "anthropic" and ref.startswith("#")
+        )
+        recursive = ref in self.stack or (ref == "#")
+        if keep:
+            if recursive:
+                if self.p == "anthropic":
+                    self.reject(_A_RECURSION, path, f"recursive $ref {ref!r}")
+                return self._with_siblings({"$ref": ref}, siblings, path, depth)
+            if ref not in self.defs:
+                target = self.resolve(ref, path)
+                if target is None:
+                    return schema
+                self.stack.append(ref)
+                self.defs[ref] = {}  # a placeholder: a ref back to it is recursion, seen on the stack
+                self.defs[ref] = self.node(target, path, depth=depth)
+                self.stack.pop()
+            return self._with_siblings({"$ref": ref}, siblings, path, depth)
+        if recursive:
+            self.reject(self.rule(_RECURSION_INLINE), path, f"recursive $ref {ref!r} cannot be written out")
+            return schema
+        target = self.resolve(ref, path)
+        if target is None:
+            return schema
+        if isinstance(target, bool):
+            return self.node(target, path, depth=depth)
+        self.rewrite(self._ref_rule() if self.p != "anthropic" else _A_ALLOF_REF, path, f"inlined $ref {ref!r}")
+        self.stack.append(ref)
+        merged = self.node({**target, **siblings}, path, depth=depth)
+        self.stack.pop()
+        return merged
+
+    def _with_siblings(self, kept: dict[str, Any], siblings: dict[str, Any], path: str, depth: int) -> dict[str, Any]:
+        if not siblings:
+            return kept
+        walked = self.node(siblings, path, depth=depth, partial=True)
+        walked = walked if isinstance(walked, dict) else {}
+        if self.p == "openai" and walked:
+            # strict mode takes no keyword beside a $ref, but takes them beside an anyOf around it
+            self.rewrite(_O_REF, path, "moved a $ref with sibling keywords into an anyOf")
+            return {**walked, "anyOf": [kept]}
+        return {**kept, **walked}
+
+    # ---- one schema ----
+    def node(self, schema: Any, path: str, *, depth: int = 0, root: bool = False, partial: bool = False) -> Any:
+        """The schema to send for `schema` at `path` (findings added on the way)."""
+        if isinstance(schema, bool):
+            self.reject(self.rule(_BOOLEAN), path, f"a boolean schema ({json.dumps(schema)})")
+            return schema
+        if not isinstance(schema, dict):
+            self.reject(self.rule(_BOOLEAN), path, f"a schema that is not an object ({json_type(schema)})")
+            return schema
+        if "$ref" in schema:
+            return self.ref(schema, path, depth)
+        s = dict(schema)
+        if self.p == "gemini":
+            s = self._gemini_shape(s, path)
+        s = self._combinations(s, path, depth)
+        if "anyOf" in s:
+            s["anyOf"] = [self.node(branch, path, depth=depth) for branch in _list(s["anyOf"])]
+        if "allOf" in s:  # Anthropic keeps allOf
+            s["allOf"] = [self.node(branch, path, depth=depth) for branch in _list(s["allOf"])]
+        self._keywords(s, path, root=root)
+        types = _type_names(s.get("type"))
+        if "object" in types or (not types and "properties" in s and not partial):
+            s = self._object(s, path, depth, root=root)
+        if "array" in types or (not types and "items" in s):
+            s = self._array(s, path, depth)
+        if self.p == "gemini" and not partial and "type" not in s and "anyOf" not in s:
+            self.reject(_G_TYPE, path, "no type")
+        return s
+
+    def _gemini_shape(self, s: dict[str, Any], path: str) -> dict[str, Any]:
+        """Gemini's lossless rewrites of one schema: annotations dropped, type lists, const, bounds."""
+        dropped = sorted(k for k in s if k in _ANNOTATIONS)
+        if dropped:
+            self.rewrite(_G_ANNOTATIONS, path, f"dropped annotation {', '.join(dropped)}")
+            s = {k: v for k, v in s.items() if k not in _ANNOTATIONS}
+        types = s.get("type")
+        if isinstance(types, list):
+            names = [t for t in types if isinstance(t, str)]
+            rest = [t for t in names if t != "null"]
+            if len(rest) == 1:
+                s["type"] = rest[0]
+                if "null" in names:
+                    s["nullable"] = True
+                    self.rewrite(_G_TYPE_LIST, path, f"type {_show(types)} as nullable {rest[0]}")
+                else:
+                    self.rewrite(_G_TYPE_LIST, path, f"type {_show(types)} as {rest[0]}")
+            elif rest and "anyOf" not in s:
+                self.rewrite(_G_TYPE_LIST, path, f"type {_show(types)} as anyOf")
+                branches = []
+                for t in rest:
+                    moved = {k: s.pop(k) for k in _TYPE_KEYWORDS.get(t, ()) if k in s}
+                    branches.append({"type": t, **moved})
+                del s["type"]
+                s["anyOf"] = branches
+                if "null" in names:
+                    s["nullable"] = True
+            else:
+                self.reject(_G_TYPE_LIST, path, f"type {_show(types)}")
+        if "const" in s:
+            const = s.pop("const")
+            if isinstance(const, str):
+                self.rewrite(_G_ENUM, path, f"const {_show(const)} as a one-value enum")
+                s["enum"] = [const]
+            else:
+                self.reject(_G_ENUM, path, f"const {_show(const)} is not a string")
+        enum = s.get("enum")
+        if isinstance(enum, list):
+            if not all(isinstance(v, str) for v in enum):
+                self.reject(_G_ENUM, path, f"enum of {', '.join(sorted({json_type(v) for v in enum}))} values")
+            elif "type" not in s and "anyOf" not in s:
+                self.rewrite(_G_ENUM, path, "type string added to a string enum")
+                s["type"] = "string"
+        for key in ("exclusiveMinimum", "exclusiveMaximum"):
+            if key in s:
+                s = self._exclusive(s, key, path)
+        if s.get("additionalProperties") is False:
+            del s["additionalProperties"]
+            self.rewrite(_G_MAPS, path, "dropped additionalProperties: false (a Schema holds only its properties)")
+        return s
+
+    def _exclusive(self, s: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+        """An exclusive bound on integers as an inclusive one (lossless); on numbers, rejected."""
+        value = s.pop(key)
+        lower = key == "exclusiveMinimum"
+        bound = "minimum" if lower else "maximum"
+        if isinstance(value, bool):  # draft 4: a flag on minimum/maximum
+            value = s.get(bound) if value else None
+            if value is None:
+                return s  # false: the bound was inclusive all along
+            del s[bound]
+        if s.get("type") != "integer" or not _is_number(value):
+            self.reject(_G_EXCLUSIVE, path, f"{key} {_show(value)} on {_show(s.get('type', 'no type'))}")
+            return s
+        inclusive = math.floor(value) + 1 if lower else math.ceil(value) - 1
+        current = s.get(bound)
+        if _is_number(current):
+            inclusive = max(inclusive, current) if lower else min(inclusive, current)
+        s[bound] = inclusive
+        self.rewrite(_G_EXCLUSIVE, path, f"{key} {_show(value)} as {bound} {inclusive} (integers)")
+        return s
+
+    def _combinations(self, s: dict[str, Any], path: str, depth: int) -> dict[str, Any]:
+        """oneOf as anyOf when its branches are disjoint; allOf merged when it can be (per provider)."""
+        if "oneOf" in s:
+            rule = {"openai": _O_ONEOF, "anthropic": _A_ONEOF, "gemini": _G_ONEOF}[self.p]
+            branches = [self._resolved(b) for b in _list(s["oneOf"])]
+            if "anyOf" not in s and _disjoint(branches):
+                self.rewrite(rule, path, "oneOf as anyOf (its branches are disjoint)")
+                s["anyOf"] = s.pop("oneOf")
+            else:
+                self.reject(rule, path, "oneOf whose branches may overlap")
+                s.pop("oneOf")
+        if "allOf" in s:
+            members = [self._resolved(m) for m in _list(s["allOf"])]
+            merged = _merge_all_of(s, members)
+            rule = {"openai": _O_ALLOF, "anthropic": _A_ALLOF_REF, "gemini": _G_ALLOF}[self.p]
+            if merged is not None:
+                self.rewrite(rule, path, "allOf merged into one schema")
+                return self._gemini_shape(merged, path) if self.p == "gemini" else merged
+            if self.p != "anthropic":
+                self.reject(rule, path, "allOf whose parts cannot be merged into one schema")
+                s.pop("allOf")
+            elif any(
+                _type_names(m.get("type")) == ["object"] or "properties" in m for m in members if isinstance(m, dict)
+            ):
+                # each part closed on its own would refuse the others' properties
+                self.reject(_A_CLOSED, path, "allOf of objects that cannot be merged (closing each part breaks it)")
+                s.pop("allOf")
+            elif any(isinstance(m, dict) and "$ref" in m for m in _list(s["allOf"])):
+                self.rewrite(_A_ALLOF_REF, path, "allOf parts behind $ref written out")
+                s["allOf"] = members
+        return s
+
+    def _resolved(self, schema: Any) -> Any:
+        """`schema` with a local `$ref` followed (for merging and disjointness: no findings)."""
+        hops = 0
+        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and hops < 32:
+            ref = schema["$ref"]
+            if not ref.startswith("#") or ref in self.stack:
+                return schema
+            node: Any = self.top
+            for part in ref[2:].split("/") if ref not in ("#", "#/") else []:
+                part = _unescape(part)
+                node = node.get(part) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                return schema
+            schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
+            hops += 1
+        return schema
+
+    def _keywords(self, s: dict[str, Any], path: str, *, root: bool) -> None:
+        """The keywords a provider does not take, and the rules on formats, patterns, enums, bounds."""
+        if self.p == "openai":
+            for key in _OPENAI_UNSUPPORTED:
+                if key in s:
+                    self.reject(_O_KEYWORD, path, f"{key} is not supported")
+            fmt = s.get("format")
+            if fmt is not None and (not isinstance(fmt, str) or fmt not in _OPENAI_FORMATS):
+                self.reject(_O_FORMAT, path, f"format {_show(fmt)} is not supported")
+            pattern = s.get("pattern")
+            if isinstance(pattern, str) and any(t in pattern for t in _LOOKAROUND):
+                self.reject(_O_PATTERN, path, f"pattern {_show(pattern)} has a lookaround")
+            if "default" in s:
+                del s["default"]
+                self.rewrite(_O_DEFAULT, path, "dropped default (every argument is sent in strict mode)")
+            if isinstance(s.get("enum"), list):
+                self.enums += len(s["enum"])
+        elif self.p == "anthropic":
+            for key in _ANTHROPIC_UNSUPPORTED:
+                if key in s:
+                    self.reject(_A_KEYWORD, path, f"{key} is not supported")
+            numbers = [k for k in _ANTHROPIC_NUMBERS if k in s]
+            if numbers:
+                self.reject(_A_NUMBERS, path, f"{', '.join(numbers)} not supported")
+            strings = [k for k in ("minLength", "maxLength") if k in s]
+            if strings:
+                self.reject(_A_STRINGS, path, f"{', '.join(strings)} not supported")
+            arrays: list[str] = [k for k in ("maxItems", "uniqueItems") if k in s]
+            if s.get("minItems", 0) not in (0, 1):
+                arrays.insert(0, f"minItems {_show(s['minItems'])}")
+            if arrays:
+                self.reject(_A_ARRAYS, path, f"{', '.join(arrays)} not supported")
+            fmt = s.get("format")
+            if fmt is not None and (not isinstance(fmt, str) or fmt not in _ANTHROPIC_FORMATS):
+                self.reject(_A_FORMAT, path, f"format {_show(fmt)} is not supported")
+            pattern = s.get("pattern")
+            if isinstance(pattern, str) and _anthropic_pattern_problem(pattern):
+                self.reject(_A_PATTERN, path, f"pattern {_show(pattern)} has {_anthropic_pattern_problem(pattern)}")
+            values = [*_list(s.get("enum")), *([s["const"]] if "const" in s else [])]
+            if any(isinstance(v, dict | list) for v in values):
+                self.reject(_A_ENUM, path, "enum or const with an object or array value")
+        else:
+            handled = ("$defs", "definitions", "additionalProperties", "prefixItems")  # by the rules on objects, arrays
+            for key in sorted(k for k in s if k not in _GEMINI_FIELDS and k not in handled):
+                self.reject(_G_FIELDS, path, f"unknown field {key!r} (not in Gemini's Schema)")
+            if root:
+                for name in _mapping(s.get("properties")):
+                    if not _GEMINI_NAME.fullmatch(name):
+                        self.reject(_G_NAMES, "", f"parameter name {name!r}")
+
+    def _object(self, s: dict[str, Any], path: str, depth: int, *, root: bool) -> dict[str, Any]:
+        properties = _mapping(s.get("properties"))
+        required = [r for r in _list(s.get("required")) if isinstance(r, str)]
+        self.properties += len(properties)
+        self.depth = max(self.depth, depth + 1)
+        walked = {}
+        for name, sub in properties.items():
+            where = f"{path}.{name}" if path else name
+            walked[name] = self.node(sub, where, depth=depth + 1)
+            if name not in required:
+                self.optional += 1
+                if self.p == "openai":
+                    self.reject(_O_REQUIRED, where, "is optional (strict mode requires every property)")
+            if isinstance(sub, dict) and (isinstance(sub.get("type"), list) or "anyOf" in sub):
+                self.unions += 1
+        if "properties" in s:
+            s["properties"] = walked
+        extra = s.get("additionalProperties", None)
+        if self.p in ("openai", "anthropic"):
+            closed = _O_CLOSED if self.p == "openai" else _A_CLOSED
+            if extra is False:
+                pass
+            elif extra is None and (properties or root):
+                s["additionalProperties"] = False
+                self.rewrite(closed, path, "additionalProperties: false added")
+            elif extra is None:
+                self.reject(closed, path, "a free-form object (no properties): closed, it would only take {}")
+            else:
+                self.reject(closed, path, f"a map (additionalProperties {_show(extra)})")
+            if self.p == "openai" and ("properties" not in s or "required" not in s) and not properties:
+                s.setdefault("properties", {})
+                s.setdefault("required", [])
+        else:
+            if extra is not None:
+                self.reject(_G_MAPS, path, f"a map (additionalProperties {_show(extra)})")
+            elif not properties and not root:
+                self.reject(_G_EMPTY, path, "an object without properties")
+        return s
+
+    def _array(self, s: dict[str, Any], path: str, depth: int) -> dict[str, Any]:
+        items = s.get("items")
+        where = f"{path}[]"
+        if isinstance(items, list) or "prefixItems" in s:
+            rule = {"openai": _O_TUPLE, "anthropic": _A_KEYWORD, "gemini": _G_TUPLE}[self.p]
+            self.reject(rule, path, "a tuple (prefixItems, or items as a list)")
+            return s
+        if items is None:
+            if self.p == "openai":
+                self.reject(_O_ITEMS, path, "an array without items")
+            elif self.p == "gemini":
+                self.reject(_G_ITEMS, path, "an array without items")
+            return s
+        if self.p == "openai" and not (
+            isinstance(items, dict) and any(k in self._resolved(items) for k in _TYPE_BEARING)
+        ):
+            self.reject(_O_ITEMS, path, "an array whose items have no type")
+        s["items"] = self.node(items, where, depth=depth)
+        return s
+
+
+# ---- pure helpers -------------------------------------------------------------------------------
+def _merge_all_of(parent: dict[str, Any], members: list[Any]) -> dict[str, Any] | None:
+    """`parent` with its `allOf` merged into it, when that is lossless: the parts declare different
+    properties and set no other validating keyword twice (differently); None otherwise."""
+    base = {k: v for k, v in parent.items() if k != "allOf"}
+    parts = [base, *members]
+    if not all(isinstance(p, dict) and "$ref" not in p for p in parts):
+        return None
+    with_properties = [p for p in parts if p.get("properties")]
+    if len(with_properties) > 1 and any("additionalProperties" in p for p in parts):
+        return None
+    merged: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for part in parts:
+        for key, value in part.items():
+            if key == "properties":
+                for name, sub in _mapping(value).items():
+                    if name in properties:
+                        return None
+                    properties[name] = sub
+            elif key == "required":
+                required.extend(r for r in _list(value) if r not in required)
+            elif key in ("title", "description", "default", "examples", "$comment"):
+                merged.setdefault(key, value)
+            elif key in merged and merged[key] != value:
+                return None
+            else:
+                merged[key] = value
+    if properties:
+        merged["properties"] = properties
+    if required:
+        merged["required"] = required
+    return merged
+
+
+def _disjoint(branches: list[Any]) -> bool:
+    """Whether no value can match two of the schemas `branches` (decided on types and required consts)."""
+    if not all(isinstance(b, dict) for b in branches):
+        return False
+    types = [_branch_types(b) for b in branches]
+    if all(t is not None for t in types):
+        seen: set[str] = set()
+        for t in types:
+            assert t is not None
+            widened = t | ({"number"} if "integer" in t else set()) | ({"integer"} if "number" in t else set())
+            if widened & seen:
+                break
+            seen |= widened
+        else:
+            return True
+    # objects told apart by a property each requires, with values of its own (a discriminator)
+    if not all(_branch_types(b) in ({"object"}, None) for b in branches):
+        return False
+    common = set.intersection(*(set(_list(b.get("required"))) for b in branches)) if branches else set()
+    for name in sorted(common):
+        values = [_values(_mapping(b.get("properties")).get(name)) for b in branches]
+        if all(v is not None for v in values):
+            taken: set[str] = set()
+            for v in values:
+                assert v is not None
+                if v & taken:
+                    break
+                taken |= v
+            else:
+                return True
+    return False
+
+
+def _branch_types(schema: dict[str, Any]) -> set[str] | None:
+    names = _type_names(schema.get("type"))
+    if names:
+        return set(names)
+    values = [schema["const"]] if "const" in schema else schema.get("enum")
+    if isinstance(values, list) and values:
+        return {json_type(v) for v in values}
+    return None
+
+
+def _values(schema: Any) -> set[str] | None:
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return {json.dumps(schema["const"], sort_keys=True)}
+    if isinstance(schema.get("enum"), list):
+        return {json.dumps(v, sort_keys=True) for v in schema["enum"]}
+    return None
+
+
+def _anthropic_pattern_problem(pattern: str) -> str | None:
+    """What Anthropic's grammar cannot take in a pattern: a backreference, a lookaround, a word boundary."""
+    escaped = False
+    for i, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+            if (char.isdigit() and char != "0") or char == "k":
+                return "a backreference"
+            if char in "bB":
+                return "a word boundary"
+            continue
+        if char == "\\":
+            escaped = True
+        elif pattern.startswith(_LOOKAROUND, i):
+            return "a lookaround"
+    return None
+
+
+def _type_names(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for t in value if isinstance(t, str)]
+    return []
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _show(value: Any) -> str:
+    text = f"'{value}'" if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+# ---- the report ---------------------------------------------------------------------------------
+_MARK = {ACCEPTED: "accepted", REWRITTEN: "rewritten", REJECTED: "REJECTED"}
+_STYLE = {
+    ACCEPTED: "background:#e8f5e9;color:#1b5e20",
+    REWRITTEN: "background:#fff8e1;color:#8d6e00",
+    REJECTED: "background:#fdecee;color:#b00020",
+}
+
+
+class SchemaReport:
+    """Whether each provider accepts each tool's input schema: a table of tool by provider.
+
+    Each cell is a `Verdict`: accepted as it is, accepted after lossless rewrites (named), or
+    rejected with every reason (each naming the argument and the provider's rule; the rule's
+    `source` is the documentation that states it). `wb.check_schemas(target)` makes one.
+
+    Args:
+        verdicts: per tool (its identifier), the verdict of each provider.
+        providers: the providers judged, in column order.
+        target: what was checked (a toolbox, ``toolbox/server``, a list of tools).
+
+    Example:
+        ```python
+        report = wb.check_schemas("demo")
+        report.rejected  # [(identifier, provider, reasons), ...]
+        report["demo/datasets/query"]["gemini"].rewrites
+        report.to_pandas().pivot(index="tool", columns="provider", values="status")
+        ```
+    """
+
+    def __init__(
+        self,
+        verdicts: Iterable[tuple[str, Mapping[str, Verdict]]],
+        providers: Sequence[str] = PROVIDERS,
+        *,
+        target: str = "",
+    ) -> None:
+        self.providers: tuple[str, ...] = tuple(providers)
+        self.target = target
+        self._rows: dict[str, dict[str, Verdict]] = {tool: dict(cells) for tool, cells in verdicts}
+
+    # ---- reading ----
+    @property
+    def tools(self) -> list[str]:
+        """The tools checked (identifiers), in the order given."""
+        return list(self._rows)
+
+    def __getitem__(self, tool: str) -> dict[str, Verdict]:
+        """The verdicts of one tool, by provider (a copy)."""
+        return dict(self._rows[tool])
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    @property
+    def rejected(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """Every rejection: ``(identifier, provider, reasons)``, by tool then provider."""
+        return [
+            (tool, p, cells[p].reasons)
+            for tool, cells in self._rows.items()
+            for p in self.providers
+            if p in cells and cells[p].status == REJECTED
+        ]
+
+    @property
+    def rewritten(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """Every cell accepted after lossless rewrites: ``(identifier, provider, rewrites)``."""
+        return [
+            (tool, p, cells[p].rewrites)
+            for tool, cells in self._rows.items()
+            for p in self.providers
+            if p in cells and cells[p].status == REWRITTEN
+        ]
+
+    def counts(self, provider: str) -> dict[str, int]:
+        """How many tools `provider` accepted, accepted rewritten, and rejected."""
+        counts = {ACCEPTED: 0, REWRITTEN: 0, REJECTED: 0}
+        for cells in self._rows.values():
+            if provider in cells:
+                counts[cells[provider].status] += 1
+        return counts
+
+    @property
+    def notes(self) -> list[str]:
+        """What holds for the tools together rather than each (Anthropic's limits per request)."""
+        if "anthropic" not in self.providers:
+            return []
+        strict = [cells["anthropic"] for cells in self._rows.values() if "anthropic" in cells]
+        strict = [v for v in strict if v.ok]
+        notes = []
+        if len(strict) > 20:
+            notes.append(f"anthropic: {len(strict)} tools could be strict; a request takes at most 20 strict tools")
+        optional = sum(v.optional for v in strict)
+        if optional > _ANTHROPIC_MAX_OPTIONAL:
+            notes.append(
+                f"anthropic: {optional} optional parameters across those tools; a request takes at most "
+                f"{_ANTHROPIC_MAX_OPTIONAL} in its strict tools"
+            )
+        unions = sum(v.unions for v in strict)
+        if unions > _ANTHROPIC_MAX_UNIONS:
+            notes.append(
+                f"anthropic: {unions} parameters with anyOf or a type list across those tools; a request takes "
+                f"at most {_ANTHROPIC_MAX_UNIONS}"
+            )
+        return notes
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per tool and provider: ``tool``, ``provider``, ``status``, ``rewrites``, ``reasons``.
+
+        Needs the `pandas` extra. `.pivot(index="tool", columns="provider", values="status")` gives
+        the table of tool by provider.
+
+        Returns:
+            A DataFrame (the lists of rewrites and reasons joined with ``"; "``).
+
+        Raises:
+            MissingExtraError: pandas is not installed.
+        """
+        missing = False
+        try:
+            import pandas as pd
+        except ImportError:
+            missing = True
+        if missing:
+            raise_alone(missing_extra("SchemaReport.to_pandas()", "pandas", "pandas"))
+        rows = [
+            {
+                "tool": tool,
+                "provider": p,
+                "status": cells[p].status,
+                "rewrites": "; ".join(cells[p].rewrites),
+                "reasons": "; ".join(cells[p].reasons),
+            }
+            for tool, cells in self._rows.items()
+            for p in self.providers
+            if p in cells
+        ]
+        return pd.DataFrame(rows, columns=["tool", "provider", "status", "rewrites", "reasons"])
+
+    # ---- rendering ----
+    def _summary(self) -> str:
+        of = f" of {self.target}" if self.target else ""
+        n = len(self._rows)
+        rejected = ", ".join(f"{p} {self.counts(p)[REJECTED]}" for p in self.providers)
+        return f"Schema report{of}: {n} tool{'' if n == 1 else 's'}; rejected by {rejected}"
+
+    def __repr__(self) -> str:
+        lines = [self._summary()]
+        if not self._rows:
+            return lines[0]
+        width = max(len("tool"), *(len(t) for t in self._rows))
+        cols = [max(len(p), 9) for p in self.providers]
+        head = "  ".join(f"{p:<{w}}" for p, w in zip(self.providers, cols, strict=True))
+        lines.append(f"{'tool':<{width}}  {head}".rstrip())
+        for tool, cells in self._rows.items():
+            marks = [_MARK[cells[p].status] if p in cells else "-" for p in self.providers]
+            shown = "  ".join(f"{mark:<{w}}" for mark, w in zip(marks, cols, strict=True))
+            lines.append(f"{tool:<{width}}  {shown}".rstrip())
+        if self.rejected:
+            lines.append("Rejected:")
+            for tool, provider, reasons in self.rejected:
+                lines.append(f"  {tool} [{provider}]")
+                lines.extend(f"    - {reason}" for reason in reasons)
+        if self.rewritten:
+            lines.append("Rewritten (lossless):")
+            for tool, provider, rewrites in self.rewritten:
+                lines.append(f"  {tool} [{provider}]: {'; '.join(rewrites)}")
+        lines.extend(f"Note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self) if not cycle else "SchemaReport(...)")
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{esc(p)}<br><small>{esc(MODES.get(p, ''))}</small></th>" for p in self.providers)
+        rows = []
+        for tool, cells in self._rows.items():
+            tds = "".join(_html_cell(cells.get(p)) for p in self.providers)
+            rows.append(f"<tr><td><code>{esc(tool)}</code></td>{tds}</tr>")
+        notes = "".join(f"<p><small>{esc(note)}</small></p>" for note in self.notes)
+        table = (
+            f"<table><thead><tr><th>tool</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else ""
+        )
+        return f"<div><b>{esc(self._summary())}</b>{table}{notes}</div>"
+
+
+def _html_cell(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "<td></td>"
+    items = [f for f in verdict.findings if (not f.rewrite) == (verdict.status == REJECTED)]
+    listed = "".join(
+        f"<li>{esc(str(f))} <a href='{esc(f.rule.source)}' title='{esc(f.rule.text)}' target='_blank'>[rule]</a></li>"
+        for f in items
+    )
+    details = f"<ul style='margin:0;padding-left:1.2em'>{listed}</ul>" if listed else ""
+    return f"<td style='{_STYLE[verdict.status]};vertical-align:top'><b>{esc(verdict.status)}</b>{details}</td>"
