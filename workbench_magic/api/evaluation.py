@@ -52,8 +52,9 @@ class EvaluationMethods(Facade):
 
     @property
     def last_evaluation(self) -> EvalReport | None:
-        """The report of the last `evaluate` in this workbench (None before the first): the
-        explorer's Models tab shows it."""
+        """The report of the last `evaluate` in this workbench (None before the first).
+
+        The explorer's Models tab shows it."""
         return self._last_evaluation
 
     def evaluate(
