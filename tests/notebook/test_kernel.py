@@ -151,6 +151,10 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+NOT_WAITED_OUT = 10.0
+"""Seconds well below a handshake's 30 s limit (the default `connect_timeout`)."""
+
+
 def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
     from conftest import fault_server
 
@@ -176,15 +180,16 @@ def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
         elapsed = time.monotonic() - started
         print(f"interrupted open: reply after {elapsed:.2f} s")
         assert reply["content"]["ename"] == "KeyboardInterrupt"
-        # the workbench gives up within 1 s (tests/engine/test_runtime.py measures it alone); this
-        # figure adds the signal's delivery and the kernel's reply
-        assert elapsed < 2.0
+        # The workbench gives up within 1 s (tests/engine/test_runtime.py measures it alone); this
+        # figure adds the signal's delivery and the kernel's reply, 2.7 s on a loaded machine. What
+        # is asserted here: neither waited out the silent server's 30 s handshake limit.
+        assert elapsed < NOT_WAITED_OUT
         k.drain(msg_id)
         started = time.monotonic()
         reply, out = k.execute("%use_tool mute/m/anything")
         answered = time.monotonic() - started
         print(f"next call on it answered in {answered:.2f} s")
-        assert reply["ename"] == "ConnectError" and answered < 2.0
+        assert reply["ename"] == "ConnectError" and answered < NOT_WAITED_OUT
         assert "cancelled while connecting" in reply["evalue"]
         reply, out = k.execute("print(repr(get_ipython().run_line_magic('workbench', 'status')))")
         assert "m: failed (stdio) Failed to connect to server 'm' in toolbox 'mute': cancelled while connecting" in (
