@@ -26,6 +26,14 @@ FAULTSERVER = SERVERS / "faultserver.py"
 NODE_MODULES = SERVERS / "node_modules" / "@modelcontextprotocol"
 PYTHON = sys.executable
 
+# Two pytest plugins that come with dependencies (langsmith's, through langchain-core, and
+# hypothesis's) cost a starting pytest 2.5 of its 3.5 CPU seconds. Every pytest this suite starts
+# (the xdist workers, the exported tests' runs, a notebook's `!pytest`) runs without them; the
+# hypothesis tests run the same without its plugin (it only adds reporting options).
+UNUSED_PLUGINS = "-p no:langsmith_plugin -p no:hypothesispytest"
+if UNUSED_PLUGINS not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {UNUSED_PLUGINS}".strip()
+
 
 def children(pid: int | None = None) -> set[int]:
     """Live (non-zombie) child processes of `pid` (default: this process)."""
@@ -109,7 +117,13 @@ DIRECT = (
     "tests/notebook/test_kernel.py::test_interrupting_an_open_that_never_connects",
     "tests/notebook/test_magics.py::test_unload_closes_every_connection",
     "tests/serve/test_server.py::test_sigterm_closes_every_downstream_server",
+    "tests/serve/test_server.py::test_stdin_eof_closes_every_downstream_server",
 )
+
+
+#: Tests of a `DIRECT` module whose servers go through the zygote all the same: the launcher lives
+#: exactly as long as its server, so a server left running is still a child of the test's process.
+NOT_DIRECT = ("tests/engine/test_faults.py::test_hundred_open_close_cycles_leave_no_children_and_no_descriptors",)
 
 
 def _direct() -> bool:
@@ -123,16 +137,25 @@ def _direct() -> bool:
             where = Path(frame.f_code.co_filename).resolve().relative_to(ROOT).as_posix() + "::"  # type: ignore[union-attr]
         except (AttributeError, ValueError):
             return False  # no caller, or not a file of ours
-    return any(where == name or where.startswith((f"{name}::", f"{name}[")) for name in DIRECT)
+
+    def among(names: tuple[str, ...]) -> bool:
+        return any(where == name or where.startswith((f"{name}::", f"{name}[")) for name in names)
+
+    return among(DIRECT) and not among(NOT_DIRECT)
+
+
+def python_command(*args: str) -> list[str]:
+    """`[python, *args]`, run through this pytest process's zygote when it has one (not for the
+    tests of `DIRECT`): only the executable differs. `args`: a script and its arguments, or
+    `-m MODULE ...` (serve: `python_command("-m", "workbench_magic", "serve", ...)`)."""
+    python = PYTHON if _direct() else _zygote.get("python", PYTHON)
+    return [python, *args]
 
 
 def server_command(script: str | Path, *args: str) -> list[str]:
-    """`[python, SCRIPT, *args]` for a Python test server (a path, or a file name in tests/servers),
-    started through this pytest process's zygote when it has one (not for the tests of `DIRECT`).
-    The command's first argument is the script, as with python itself: only the executable differs."""
+    """`python_command` for a Python test server: `script` is a path, or a file name in tests/servers."""
     path = Path(script) if Path(script).is_absolute() else SERVERS / script
-    python = PYTHON if _direct() else _zygote.get("python", PYTHON)
-    return [python, str(path), *args]
+    return python_command(str(path), *args)
 
 
 def python_server(script: str | Path, *extra: str, **config: Any) -> dict[str, Any]:
@@ -140,6 +163,13 @@ def python_server(script: str | Path, *extra: str, **config: Any) -> dict[str, A
     name in tests/servers."""
     command, *args = server_command(script, *extra)
     return {"command": command, "args": args, **config}
+
+
+def python_config(*args: str, **config: Any) -> dict[str, Any]:
+    """Config of a server over stdio that python runs with `args` (`python_command`), e.g.
+    `-m workbench_magic.demo.datasets`."""
+    command, *rest = python_command(*args)
+    return {"command": command, "args": rest, **config}
 
 
 def stdio_server(*extra: str, **config: Any) -> dict[str, Any]:

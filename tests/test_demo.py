@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, ROOT, SERVERS, toolbox
+from conftest import PYTHON, ROOT, SERVERS, python_config, toolbox
 
 from workbench_magic import ToolError, Workbench
 
@@ -175,7 +175,7 @@ def era_demo(request, make_workbench, tmp_path: Path, monkeypatch: pytest.Monkey
         config = None
         if era == "2025-11-25":
             servers = {
-                name: {"command": PYTHON, "args": ["-c", LEGACY.format(servers=str(SERVERS), name=name)]}
+                name: python_config("-c", LEGACY.format(servers=str(SERVERS), name=name))
                 for name in ("datasets", "notes")
             }
             config = {"toolboxes": {"demo": toolbox(servers)}}

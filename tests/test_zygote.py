@@ -225,6 +225,40 @@ def test_the_server_sees_the_launchers_env_cwd_argv_as_python_would(zygote: str,
     assert seen == expected
 
 
+def test_a_module_run_with_dash_m_sees_what_python_dash_m_gives(zygote: str, tmp_path: Path) -> None:
+    """serve's tests start `-m workbench_magic serve` through the launcher (conftest.python_command)."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (cwd / "probemod.py").write_text(textwrap.dedent(PROBE))
+    env = {"PATH": os.environ["PATH"], "ZYGOTE_TEST": "module"}
+    args = ["-m", "probemod", "--flag", "x"]
+    direct = subprocess.run([PYTHON, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=30, check=True)
+    forked = subprocess.Popen([PYTHON, str(LAUNCH), zygote, *args], env=env, cwd=cwd, text=True, stdout=subprocess.PIPE)
+    out, _ = forked.communicate(timeout=30)
+    assert forked.returncode == 0
+    seen, expected = json.loads(out), json.loads(direct.stdout)
+    assert seen["pid"] != forked.pid and seen["argv"] == [str(cwd / "probemod.py"), "--flag", "x"]
+    assert seen["name"] == "__main__" and seen["path0"] == str(cwd) and seen["main"]
+    for key in ("pid", "random"):
+        del seen[key], expected[key]
+    assert seen == expected
+
+
+def test_code_run_with_dash_c_sees_what_python_dash_c_gives(zygote: str, tmp_path: Path) -> None:
+    """The demo servers as handshake-era servers start `-c CODE` through the launcher (test_demo.py)."""
+    code = PROBE.replace('"file": __file__,', '"file": None,')
+    args = ["-c", code, "--flag", "x"]
+    direct = subprocess.run([PYTHON, *args], cwd=tmp_path, capture_output=True, text=True, timeout=30, check=True)
+    forked = subprocess.Popen([PYTHON, str(LAUNCH), zygote, *args], cwd=tmp_path, text=True, stdout=subprocess.PIPE)
+    out, _ = forked.communicate(timeout=30)
+    assert forked.returncode == 0
+    seen, expected = json.loads(out), json.loads(direct.stdout)
+    assert seen["argv"] == ["-c", "--flag", "x"] and seen["path0"] == "" and seen["name"] == "__main__"
+    for key in ("pid", "random"):
+        del seen[key], expected[key]
+    assert seen == expected
+
+
 def test_stdin_eof_and_stdout_at_exit_are_the_servers(zygote: str, tmp_path: Path) -> None:
     # the launcher keeps no copy of the pipes: the server reads EOF when the client closes stdin,
     # and the client reads EOF once the server exited, after its unflushed output and atexit's

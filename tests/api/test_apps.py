@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, npm_server, python_server, toolbox, write_config
+from conftest import SERVERS, npm_server, python_command, python_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -229,7 +228,7 @@ def _serve_config(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("mode", ["proxy", "dynamic"])
 def test_serve_leaves_app_only_tools_out(tmp_path: Path, mode: str) -> None:
     config = _serve_config(tmp_path)
-    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), "--mode", mode]
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), "--mode", mode]
 
     async def main() -> None:
         params = StdioServerParameters(command=command[0], args=command[1:], env=None)

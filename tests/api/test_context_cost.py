@@ -16,13 +16,12 @@ import inspect
 import json
 import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import npm_server, python_server, stdio_server, toolbox, write_config
+from conftest import npm_server, python_command, python_server, stdio_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic_ai import RunContext
@@ -161,7 +160,7 @@ def serve_reads(config: Path, mode: str, toolbox: str) -> tuple[str, str, str]:
         return compact([{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in tools])
 
     async def main() -> tuple[str, str, str]:
-        command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), "--mode", mode]
+        command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), "--mode", mode]
         params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
         with open(config.parent / "serve.stderr", "a") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SERVERS, free_port, stdio_server, toolbox, write_config
+from conftest import SERVERS, free_port, python_command, stdio_server, toolbox, write_config
 
 from workbench_magic import Workbench
 from workbench_magic.config.auth import AuthConfig, OAuthOptions, parse_auth
@@ -188,7 +188,7 @@ def test_bearer_token_reaches_a_token_protected_serve(tmp_path: Path, monkeypatc
         tmp_path / "inner.json", {"toolboxes": {"in": toolbox({"s": stdio_server("--name", "inner")})}}
     )
     port = free_port()
-    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(inner), "--transport", "http"]
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(inner), "--transport", "http"]
     proc = start([*command, "--port", str(port), "--token", "bearer-secret-1"], port)
     monkeypatch.setenv("REMOTE_TOKEN", "bearer-secret-1")
     url = f"http://127.0.0.1:{port}/mcp"

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import children, fault_server, npm_server, stdio_server, toolbox, wait_until
+from conftest import children, fault_server, stdio_server, toolbox, wait_until
 
 from workbench_magic import CallTimeoutError, ConnectError, ToolError, Workbench
 from workbench_magic.notebook.views import ConfigView
@@ -219,10 +219,10 @@ def test_failed_starts_back_off_and_reconnect_forces(make_workbench, tmp_path: P
 
 
 @pytest.mark.timeout(600)
-def test_hundred_open_close_cycles_leave_no_children_and_no_descriptors(make_workbench, tmp_path: Path) -> None:
-    # node's reference server starts in ~0.3 s; a Python server spends ~1.5 s importing the SDK
-    memory = npm_server("memory", env={"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")})
-    wb = make_workbench({"toolboxes": {"t": toolbox({"m": memory})}})
+def test_hundred_open_close_cycles_leave_no_children_and_no_descriptors(make_workbench) -> None:
+    # our test server through the fork server (conftest.NOT_DIRECT): a fork and a stdlib launcher a
+    # cycle, where node's reference server takes ~0.3 s of CPU to start
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
     wb.open("t")
     wb.close("t")  # warm up: first use imports the SDK, starts the loop thread
     before_children, before_fds = children(), open_fds()

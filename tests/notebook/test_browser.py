@@ -18,7 +18,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import PYTHON, ROOT, free_port, python_server, stdio_server, toolbox, write_config
+from conftest import ROOT, free_port, python_config, python_server, stdio_server, toolbox, write_config
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -132,7 +132,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "explore.ipynb")
     # the demo's servers, and our client-feature test server (it elicits, logs) beside them
-    demo = {name: {"command": PYTHON, "args": ["-m", f"workbench_magic.demo.{name}"]} for name in ("datasets", "notes")}
+    demo = {name: python_config("-m", f"workbench_magic.demo.{name}") for name in ("datasets", "notes")}
     cs = python_server("clientserver.py")
     write_config(tmp_path / "workbench-config.json", {"toolboxes": {"demo": toolbox({**demo, "cs": cs})}})
     server = Lab(tmp_path)

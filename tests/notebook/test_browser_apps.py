@@ -16,7 +16,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import PYTHON, python_server, toolbox, write_config
+from conftest import python_config, python_server, toolbox, write_config
 from test_browser import ARTIFACTS, Lab, _require_browser
 
 pytestmark = pytest.mark.timeout(300)
@@ -41,7 +41,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "apps.ipynb")
     apps = python_server("apps_server.py")
-    datasets = {"command": PYTHON, "args": ["-m", "workbench_magic.demo.datasets"]}
+    datasets = python_config("-m", "workbench_magic.demo.datasets")
     boxes = {"a": toolbox({"apps": apps}), "demo": toolbox({"datasets": datasets})}
     write_config(tmp_path / "workbench-config.json", {"toolboxes": boxes})
     server = Lab(tmp_path)

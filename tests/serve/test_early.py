@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, ROOT, npm_server, stdio_server, toolbox, write_config
+from conftest import ROOT, npm_server, python_command, stdio_server, toolbox, write_config
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -25,8 +25,8 @@ async def session(config: Path, log: Path, *, mode: str = "auto", serve_mode: st
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    args = ["-m", "workbench_magic", "serve", "--config", str(config), "--mode", serve_mode]
-    params = StdioServerParameters(command=PYTHON, args=args, env=dict(os.environ), cwd=str(ROOT))
+    command, *args = python_command("-m", "workbench_magic", "serve", "--config", str(config), "--mode", serve_mode)
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ), cwd=str(ROOT))
     with log.open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:  # type: ignore[arg-type]
             listed = [t.name for t in (await client.list_tools()).tools]
@@ -99,8 +99,8 @@ async def opens(config: Path, log: Path, *, mode: str, sampling: bool) -> tuple[
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="hi"), model="m")
 
     callbacks: dict[str, Any] = {"sampling_callback": sample} if sampling else {}
-    args = ["-m", "workbench_magic", "serve", "--config", str(config)]
-    params = StdioServerParameters(command=PYTHON, args=args, env=dict(os.environ), cwd=str(ROOT))
+    command, *args = python_command("-m", "workbench_magic", "serve", "--config", str(config))
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ), cwd=str(ROOT))
     with log.open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode, **callbacks) as client:  # type: ignore[arg-type]
             opened = await client.call_tool("open_toolbox", {"toolbox": "lz"})

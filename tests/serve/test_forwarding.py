@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import httpx
 import mcp_types as types
 import pytest
-from conftest import SERVERS, free_port, npm_server, python_server, toolbox, write_config
+from conftest import SERVERS, free_port, npm_server, python_command, python_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_clientserver import ROOTS, Recorder
@@ -49,7 +48,7 @@ def config(tmp_path: Path) -> Path:
 async def upstream(config: Path, era: str, recorder: Recorder, *extra: str, **callbacks: Any) -> AsyncIterator[Client]:
     """`serve` over stdio, reached by an SDK client of `era` with the recorder's callbacks."""
     mode, version = UPSTREAM[era]
-    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), *extra]
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), *extra]
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     options: dict[str, Any] = {
         "sampling_callback": recorder.sample,
@@ -73,7 +72,7 @@ async def upstream_http(config: Path, era: str, recorder: Recorder) -> AsyncIter
 
     mode, version = UPSTREAM[era]
     port = free_port()
-    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), "--transport", "http"]
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), "--transport", "http"]
     with open(config.parent / "serve.stderr", "a") as errlog:
         proc = subprocess.Popen([*command, "--port", str(port), "--token", "fw-token"], stderr=errlog, stdout=errlog)
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,7 +24,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import SERVERS, npm_server, python_server, toolbox, write_config
+from conftest import SERVERS, npm_server, python_command, python_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
@@ -72,7 +71,7 @@ async def served(
     config = write_config(
         tmp_path / "workbench-config.json", {"toolboxes": {"r": toolbox({"ev": npm_server("everything"), **servers})}}
     )
-    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config)]
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config)]
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     callbacks: dict[str, Any] = {"list_roots_callback": roots.answer} if roots is not None else {}
     with open(tmp_path / "serve.stderr", "a") as errlog:

@@ -7,14 +7,13 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import free_port, stdio_server, toolbox, write_config
+from conftest import free_port, python_command, stdio_server, toolbox, write_config
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -40,7 +39,7 @@ def config(tmp_path: Path) -> Path:
 
 
 def serve(config: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), "--transport", "http"]
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), "--transport", "http"]
     return subprocess.Popen(
         [*command, *extra],
         stdout=subprocess.DEVNULL,

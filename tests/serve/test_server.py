@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,7 +16,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import NODE_MODULES, children, free_port, npm_server, stdio_server, toolbox, write_config
+from conftest import NODE_MODULES, children, free_port, npm_server, python_command, stdio_server, toolbox, write_config
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -27,7 +26,7 @@ RESEARCH_STAGES = ["Gathering sources...", "Analyzing content...", "Synthesizing
 
 
 def serve_command(config: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "workbench_magic", "serve", "--config", str(config), *extra]
+    return [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), *extra]
 
 
 @asynccontextmanager
@@ -382,7 +381,7 @@ def test_mcp_inspector_cli_lists_and_calls(config: Path) -> None:
     # the route the original MCP Workbench used (the Inspector passes only `-e` variables on).
     command = [
         "-e", f"WORKBENCH_CONFIG={config}", "-e", "WB_SERVE_TOKEN=from-the-environment",
-        sys.executable, "-m", "workbench_magic", "serve",
+        *python_command("-m", "workbench_magic", "serve"),
     ]  # fmt: skip
     listed = inspector(*command, "--method", "tools/list")
     assert {t["name"] for t in listed["tools"]} == {

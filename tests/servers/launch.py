@@ -1,4 +1,6 @@
-"""Start a Python test server through the fork server (zygote.py): ``python launch.py SOCKET SCRIPT ARGS...``.
+"""Start a Python test server through the fork server (zygote.py): ``python launch.py SOCKET SCRIPT ARGS...``
+(or ``SOCKET -m MODULE ARGS...``, ``SOCKET -c CODE ARGS...``, as python takes them: serve's tests start
+``-m workbench_magic serve`` so).
 
 Stdlib only, so it starts in a few tens of milliseconds. It hands the zygote its argv, working
 directory, environment, signal dispositions and its fds 0, 1 and 2; the zygote forks a child
@@ -36,12 +38,12 @@ def _forward(signum: int, frame: object) -> None:
         _pending.append(signum)
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def recv_exact(sock: socket.socket, size: int) -> bytes:
     data = b""
     while len(data) < size:
         chunk = sock.recv(size - len(data))
         if not chunk:
-            raise ConnectionError("the zygote closed the connection")
+            raise ConnectionError("the other end closed the connection")
         data += chunk
     return data
 
@@ -94,11 +96,12 @@ def _direct(script_args: list[str], originals: dict[int, object]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`argv`: SOCKET SCRIPT ARGS... (default: the command line's)."""
+    """`argv`: SOCKET SCRIPT ARGS..., SOCKET -m MODULE ARGS... or SOCKET -c CODE ARGS... (default: the
+    command line's)."""
     global _server
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2:
-        sys.stderr.write("usage: launch.py SOCKET SCRIPT [ARGS...]\n")
+        sys.stderr.write("usage: launch.py SOCKET (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n")
         sys.exit(2)
     path, script_args = argv[0], argv[1:]
     if not _forkable():
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         socket.send_fds(sock, [_HEADER.pack(len(request))], [0, 1, 2])
         sock.sendall(request)
-        reply = _recv_exact(sock, 1 + _PID.size)
+        reply = recv_exact(sock, 1 + _PID.size)
         if reply[:1] != b"P":
             raise ConnectionError(f"unexpected reply {reply!r}")
     except OSError:
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     os.close(devnull)
 
     try:
-        reply = _recv_exact(sock, 1 + _PID.size)
+        reply = recv_exact(sock, 1 + _PID.size)
     except OSError:
         sys.stderr.write("launch.py: lost the zygote before the server ended\n")
         sys.stderr.flush()

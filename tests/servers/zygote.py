@@ -10,9 +10,10 @@ then listens on the unix socket SOCKET. `launch.py` (a stdlib-only launcher, wha
 config runs) connects and sends its argv, working directory, environment and signal dispositions,
 with its fds 0, 1 and 2 (SCM_RIGHTS). The zygote forks a child that takes over those fds, that
 environment, directory and argv, and runs the script as ``__main__``, as ``python SCRIPT ARGS``
-would; the launcher learns the child's pid, forwards the signals it gets, and exits as the child
-did (same code, or killed by the same signal). The server still speaks MCP over the very pipes the
-client made: only who imported the SDK differs.
+would (``-m MODULE ARGS`` and ``-c CODE ARGS`` as python runs them); the launcher learns the child's
+pid, forwards the signals it gets, and exits as the child did (same code, or killed by the same
+signal). The server still speaks MCP over the very pipes the client made: only who imported the
+SDK differs.
 
 The zygote detaches itself (double fork, new session), so it is no child of the pytest process.
 It ends, SIGKILLing the servers it forked, when OWNER_PID ends or it gets SIGTERM; a server
@@ -55,6 +56,9 @@ import socket  # noqa: E402
 import struct  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+import types  # noqa: E402
+
+from launch import recv_exact  # noqa: E402
 
 PRELOAD = [
     # what the test servers import at top level (testserver, clientserver, apps_server,
@@ -116,6 +120,15 @@ PRELOAD = [
     "mcp.server.streamable_http",
     "mcp.server.streamable_http_manager",
     "mcp.server.sse",
+    # ... and what `python -m workbench_magic serve` imports besides itself (never workbench_magic:
+    # a forked serve imports the package under test as a started one does)
+    "mcp.client",
+    "mcp.client.client",
+    "mcp.client.stdio",
+    "mcp.server.lowlevel",
+    "jsonschema",
+    "referencing",
+    "uvloop",
 ]
 
 _HEADER = struct.Struct("!I")
@@ -249,12 +262,16 @@ def run_child(request: tuple, fds: list[int], zygote: int) -> None:
         os.environb.update(environ)
         os.chdir(cwd_b)
         argv = [os.fsdecode(a) for a in argv_b]
-        script = argv[0]
-        sys.argv = argv
+        # `SCRIPT ARGS`, `-m MODULE ARGS` or `-c CODE ARGS`, as python takes them
+        option = argv[0] if argv[0] in ("-m", "-c") and len(argv) > 1 else None
+        script = argv[0] if option is None else ""
+        sys.argv = argv if option is None else [option, *argv[2:]]  # `-m` sets argv[0] to the module's file
         sys.orig_argv = [sys.executable, *argv]
-        # sys.path as `python SCRIPT` builds it: the script's folder, PYTHONPATH, then the rest.
+        # sys.path as python builds it: the script's folder (-m: the working directory, -c: ""),
+        # PYTHONPATH, then the rest.
         pythonpath = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        sys.path[:] = [os.path.dirname(os.path.realpath(script)), *pythonpath, *_BASE_PATH]
+        first = {None: os.path.dirname(os.path.realpath(script)), "-m": os.getcwd(), "-c": ""}[option]
+        sys.path[:] = [first, *pythonpath, *_BASE_PATH]
         sys.path_importer_cache.clear()
 
         # The launcher's interpreter set its streams up from the same environment: as it did.
@@ -274,7 +291,14 @@ def run_child(request: tuple, fds: list[int], zygote: int) -> None:
     interrupted = False
     try:
         try:
-            runpy.run_path(script, run_name="__main__")
+            if option is None:
+                runpy.run_path(script, run_name="__main__")
+            elif option == "-m":
+                runpy._run_module_as_main(argv[1])  # type: ignore[attr-defined]  # what `python -m` runs
+            else:
+                main = types.ModuleType("__main__")  # a fresh __main__, not the zygote's
+                sys.modules["__main__"] = main
+                exec(compile(argv[1], "<string>", "exec"), main.__dict__)
             code = 0
         except SystemExit as exc:
             code = _exit_code(exc)
@@ -300,16 +324,6 @@ def run_child(request: tuple, fds: list[int], zygote: int) -> None:
 
 
 # ---- the zygote -------------------------------------------------------------------------------
-
-
-def _recv_exact(conn: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = conn.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("launcher closed the connection")
-        data += chunk
-    return data
 
 
 class Zygote:
@@ -366,9 +380,9 @@ class Zygote:
             header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
             if len(fds) != 3:
                 raise ConnectionError(f"expected 3 fds, got {len(fds)}")
-            header += _recv_exact(conn, _HEADER.size - len(header))
+            header += recv_exact(conn, _HEADER.size - len(header))
             (size,) = _HEADER.unpack(header)
-            request = marshal.loads(_recv_exact(conn, size))
+            request = marshal.loads(recv_exact(conn, size))
             self.fork(conn, request, fds)
         except (OSError, ValueError, EOFError, TypeError) as exc:
             log(f"bad request: {exc!r}")

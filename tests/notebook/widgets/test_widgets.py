@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_server, toolbox, wait_until
+from conftest import python_config, stdio_server, toolbox, wait_until
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
@@ -33,14 +33,7 @@ def wb(make_workbench) -> Workbench:
                 "t": toolbox(
                     {"s": stdio_server(), "broken": {"command": "sh", "args": ["-c", "echo cannot-start >&2; exit 2"]}}
                 ),
-                "demo": toolbox(
-                    {
-                        "datasets": {
-                            "command": __import__("sys").executable,
-                            "args": ["-m", "workbench_magic.demo.datasets"],
-                        }
-                    }
-                ),
+                "demo": toolbox({"datasets": python_config("-m", "workbench_magic.demo.datasets")}),
             }
         }
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import SERVERS, python_server, stdio_server, toolbox
+from conftest import SERVERS, python_config, python_server, stdio_server, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
@@ -108,9 +108,7 @@ def wb(make_workbench: Callable[..., Workbench]) -> Workbench:
             "toolboxes": {
                 "c": toolbox({"cs": python_server(CLIENTSERVER)}),
                 "legacy": toolbox({"csl": python_server(CLIENTSERVER, "--legacy")}),
-                "demo": toolbox(
-                    {"datasets": {"command": sys.executable, "args": ["-m", "workbench_magic.demo.datasets"]}}
-                ),
+                "demo": toolbox({"datasets": python_config("-m", "workbench_magic.demo.datasets")}),
                 "broken": toolbox(
                     {
                         "ok": python_server(CLIENTSERVER),
