@@ -342,8 +342,10 @@ class Zygote:
         self.listener.bind(temporary)
         self.listener.listen(socket.SOMAXCONN)
         os.rename(temporary, self.path)
-        with open(self.path + ".pid", "w") as f:
+        # written whole, then renamed: whoever waits for the file never reads it half written
+        with open(self.path + ".pid.new", "w") as f:
             f.write(f"{os.getpid()}\n")
+        os.rename(self.path + ".pid.new", self.path + ".pid")
 
     def serve(self) -> None:
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
@@ -469,7 +471,7 @@ class Zygote:
                 self.reap(pid)
             except ChildProcessError:
                 pass
-        for path in (self.path, self.path + ".new", self.path + ".pid"):
+        for path in (self.path, self.path + ".new", self.path + ".pid", self.path + ".pid.new"):
             try:
                 os.unlink(path)
             except OSError:

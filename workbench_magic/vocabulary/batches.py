@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.errors import WorkbenchError, missing_extra, raise_alone
+from workbench_magic.vocabulary.errors import WorkbenchError, import_pandas
 from workbench_magic.vocabulary.masking import mask
 from workbench_magic.vocabulary.rendering import esc, first_line, json_dump
 
@@ -123,13 +123,7 @@ class Batch(list["ToolResult"]):
         Raises:
             MissingExtraError: pandas is not installed.
         """
-        missing = False
-        try:
-            import pandas as pd
-        except ImportError:
-            missing = True
-        if missing:
-            raise_alone(missing_extra("to_pandas()", "pandas", "pandas"))
+        pd = import_pandas()
 
         argument_columns = list(dict.fromkeys(k for row in self.arguments for k in row))
         taken = {*argument_columns, "error"}

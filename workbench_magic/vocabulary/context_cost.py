@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.errors import UsageError, missing_extra, raise_alone
+from workbench_magic.vocabulary.errors import UsageError, import_pandas
 from workbench_magic.vocabulary.rendering import esc
 
 if TYPE_CHECKING:
@@ -170,13 +170,7 @@ class ContextCost:
         Raises:
             MissingExtraError: pandas is not installed.
         """
-        missing = False
-        try:
-            import pandas as pd
-        except ImportError:
-            missing = True
-        if missing:  # raised here, out of the `except`, to carry no context
-            raise_alone(missing_extra("to_pandas()", "pandas", "pandas"))
+        pd = import_pandas()
 
         frame = pd.DataFrame.from_records(
             [

@@ -10,7 +10,7 @@ built by one function here (`toolbox_not_found`, `server_not_found`, `tool_not_f
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 def leaf_exception(exc: BaseException) -> BaseException:
@@ -265,6 +265,18 @@ def open_failed(toolbox: str, reasons: Iterable[tuple[str, str]]) -> ConnectErro
 def missing_extra(feature: str, needs: str, extra: str) -> MissingExtraError:
     """`<feature> needs <needs>: pip install 'workbench-magic[<extra>]'`."""
     return MissingExtraError(f"{feature} needs {needs}: pip install 'workbench-magic[{extra}]'")
+
+
+def import_pandas(feature: str = "to_pandas()") -> Any:
+    """The `pandas` module; else `<feature> needs pandas: pip install 'workbench-magic[pandas]'`
+    (raised alone: no ImportError in its chain)."""
+    try:
+        import pandas
+    except ImportError:
+        pass
+    else:
+        return pandas
+    raise_alone(missing_extra(feature, "pandas", "pandas"))
 
 
 def model_failed(model: str, reason: str) -> ModelError:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.errors import UsageError, missing_extra, raise_alone
+from workbench_magic.vocabulary.errors import UsageError, import_pandas, raise_alone
 from workbench_magic.vocabulary.rendering import esc, first_line
 
 if TYPE_CHECKING:
@@ -344,13 +344,7 @@ class EvalReport:
         Raises:
             MissingExtraError: pandas is not installed.
         """
-        missing = False
-        try:
-            import pandas as pd
-        except ImportError:
-            missing = True
-        if missing:  # raised here, out of the `except`, to carry no context
-            raise_alone(missing_extra("to_pandas()", "pandas", "pandas"))
+        pd = import_pandas()
         columns = [
             "case",
             "run",

@@ -53,7 +53,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.errors import missing_extra, raise_alone
+from workbench_magic.vocabulary.errors import import_pandas
 from workbench_magic.vocabulary.rendering import esc, json_type
 from workbench_magic.vocabulary.schema_changes import _subject
 
@@ -1150,13 +1150,7 @@ class SchemaReport:
         Raises:
             MissingExtraError: pandas is not installed.
         """
-        missing = False
-        try:
-            import pandas as pd
-        except ImportError:
-            missing = True
-        if missing:
-            raise_alone(missing_extra("SchemaReport.to_pandas()", "pandas", "pandas"))
+        pd = import_pandas("SchemaReport.to_pandas()")
         rows = [
             {
                 "tool": tool,

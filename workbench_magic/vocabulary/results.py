@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workbench_magic.vocabulary.errors import ToolError, missing_extra, raise_alone, request_text
+from workbench_magic.vocabulary.errors import ToolError, import_pandas, request_text
 from workbench_magic.vocabulary.masking import mask, mask_value
 from workbench_magic.vocabulary.rendering import esc, json_dump
 
@@ -191,13 +191,7 @@ class ToolResult:
             MissingExtraError: pandas is not installed.
             ToolError: `data` holds no table (`Result of tool 'n' has no tabular data to convert`).
         """
-        missing = False
-        try:
-            import pandas as pd
-        except ImportError:
-            missing = True
-        if missing:  # raised here, out of the `except`, to carry no context
-            raise_alone(missing_extra("to_pandas()", "pandas", "pandas"))
+        pd = import_pandas()
 
         table = find_table(self.data)
         if table is None:
