@@ -18,6 +18,11 @@ from typing import Any
 import pytest
 
 from workbench_magic import Workbench
+from workbench_magic.engine.schema import import_jsonschema
+
+# jsonschema, imported plainly, builds rfc3987_syntax's grammar: 1.6 CPU-s in each pytest process
+# whose tests import it (test modules do at collection). Imported the workbench's way first, once.
+import_jsonschema()
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
@@ -220,7 +225,14 @@ def _start_zygote(config: pytest.Config) -> None:
     except (OSError, subprocess.SubprocessError):
         shutil.rmtree(folder, ignore_errors=True)
         return  # the servers start directly
-    _zygote.update(dir=folder, socket=sock, python=python)
+    # Kernels too: a "python3" kernelspec whose python is the launcher, found first on JUPYTER_PATH
+    # (`kernels_through_the_zygote`). No -Xfrozen_modules=off: an -X option makes the launcher exec python.
+    spec = os.path.join(folder, "jupyter", "kernels", "python3")
+    os.makedirs(spec)
+    with open(os.path.join(spec, "kernel.json"), "w") as f:
+        argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        json.dump({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"}, f)
+    _zygote.update(dir=folder, socket=sock, python=python, jupyter=os.path.join(folder, "jupyter"))
 
 
 def _stop_zygote() -> None:
@@ -337,6 +349,16 @@ def toolbox(servers: dict[str, Any], description: str = "") -> dict[str, Any]:
 def write_config(path: Path, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+@pytest.fixture(autouse=True)
+def kernels_through_the_zygote(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kernel a test starts (nbclient, jupyter_client, JupyterLab's) runs through the zygote
+    as the servers do, the SDK imported already (not for the tests of `DIRECT`)."""
+    if _zygote and not _direct():
+        monkeypatch.setenv(
+            "JUPYTER_PATH", os.pathsep.join(filter(None, [_zygote["jupyter"], os.environ.get("JUPYTER_PATH")]))
+        )
 
 
 @pytest.fixture(autouse=True)

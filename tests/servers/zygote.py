@@ -126,8 +126,6 @@ PRELOAD = [
     "mcp.client.client",
     "mcp.client.stdio",
     "mcp.server.lowlevel",
-    "jsonschema",
-    "referencing",
     "uvloop",
 ]
 
