@@ -13,12 +13,12 @@ PYTEST_WORKERS ?= 4
 
 .PHONY: lab test demo lint venv npm bench bench-quick docs clean
 
+# --no-compile: a module is compiled when first imported (a few hundred of them), not all of them
+# at install (half of the install's time)
 venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# --no-compile: a module is compiled when first imported (a few hundred of them), not all of
-	# them at install (half of the install's time)
 	$(PY) -m pip install --quiet --no-compile -e ".[test,lab]"
 	rm -f $(VENV)/.installed-* && touch $@
 
@@ -63,9 +63,11 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-## make test: lint and type-check beside the whole suite against real servers (the checks' report
-## follows the suite's; either failing fails it)
-test: venv npm
+## make test: set up (the virtualenv and the npm servers side by side), then lint and type-check
+## beside the whole suite against real servers (the checks' report follows the suite's; either
+## failing fails it)
+test:
+	@$(MAKE) --no-print-directory -j2 venv npm  # pip and npm side by side
 	@$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS); tests=$$?; \
 	wait $$lint; linted=$$?; \

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import stdio_server, toolbox, write_config
+from conftest import python_command, stdio_server, toolbox, write_config
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workbench_magic", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+        python_command("-m", "workbench_magic", *args), cwd=cwd, capture_output=True, text=True, timeout=120
     )
 
 

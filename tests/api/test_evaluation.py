@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, ROOT, toolbox
+from conftest import PYTHON, ROOT, python_command, toolbox
 from IPython.core.interactiveshell import InteractiveShell
 from pydantic_ai.messages import (
     ModelMessage,
@@ -480,8 +480,7 @@ def run_pytest(module: Path) -> subprocess.CompletedProcess[str]:
     }
     return subprocess.run(
         [
-            PYTHON,
-            "-m",
+            *python_command("-m"),
             "pytest",
             "-q",
             "-p",

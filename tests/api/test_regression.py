@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, python_server, write_config
+from conftest import SERVERS, python_command, python_server, write_config
 
 from workbench_magic import Snapshot, UsageError, Workbench
 
@@ -33,7 +33,7 @@ def run_pytest(module: Path, config: Path | None, cwd: Path | None = None) -> su
     if config is not None:
         env["WORKBENCH_CONFIG"] = str(config)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(module.parent), str(module)],
+        python_command("-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(module.parent), str(module)),
         cwd=cwd or module.parent,
         env=env,
         capture_output=True,
@@ -250,7 +250,7 @@ def test_a_snapshot_round_trips_and_the_diff_marks_a_new_required_argument(
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workbench_magic", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+        python_command("-m", "workbench_magic", *args), cwd=cwd, capture_output=True, text=True, timeout=120
     )
 
 
