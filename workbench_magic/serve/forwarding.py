@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import mcp_types as types
@@ -77,6 +77,9 @@ class Upstream:
         self.questions: list[_Question] = []
         """What a 2026-07-28 downstream asked and the client has not been sent yet."""
         self._sent: list[asyncio.Task[None]] = []
+        self._held: list[Callable[[], Coroutine[Any, Any, None]]] | None = None
+        """What the downstream told while the client had no request open (a 2026-07-28 client
+        between an `InputRequiredResult` and its retry): sent through the retry's request."""
         self._waiter: asyncio.Future[None] | None = None
 
     # ---- what the upstream client declared ------------------------------------------------
@@ -158,7 +161,27 @@ class Upstream:
         """A downstream log message, as the upstream request's log message."""
         if self.quiet:
             return
-        self._sent.append(self.loop.create_task(self._log(params)))
+        self._tell(lambda: self._log(params))
+
+    def _tell(self, send: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        if self._held is not None:
+            self._held.append(send)
+        else:
+            self._sent.append(self.loop.create_task(send()))
+
+    def hold(self) -> None:
+        """The request is answered and the call waits for the client's retry: what the downstream
+        tells meanwhile waits for the retry's request (sent through the answered one, it would be
+        dropped)."""
+        if self._held is None:
+            self._held = []
+
+    def resume(self, context: Any) -> None:
+        """The client retried: `context` is the request now, and what was held goes out through it."""
+        self.context = context
+        held, self._held = self._held or [], None
+        for send in held:
+            self._tell(send)
 
     async def flush(self) -> None:
         """Wait until the downstream's notifications are out: they must precede the call's result
@@ -190,7 +213,7 @@ class Upstream:
         """The downstream call's progress, as the upstream request's."""
         if self.quiet:
             return
-        self._sent.append(self.loop.create_task(self._progress(progress, total, message)))
+        self._tell(lambda: self._progress(progress, total, message))
 
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         try:
@@ -343,7 +366,7 @@ class Forwarder:
             return None
         if pending.expiry is not None:
             pending.expiry.cancel()
-        pending.upstream.context = context
+        pending.upstream.resume(context)
         responses = context.input_responses or {}
         for key, (_, result_type, answer) in pending.asked.items():
             if answer.done():
@@ -370,6 +393,8 @@ class Forwarder:
         if done.done():
             await upstream.flush()
             return done.result()
+        upstream.hold()  # from here until the retry: the answered request can carry nothing
+        await upstream.flush()  # what was told before goes out ahead of the answer
         questions, upstream.questions = upstream.questions, []
         for question in questions:
             pending.asked[f"q{secrets.token_hex(4)}"] = question
