@@ -179,6 +179,10 @@ class Upstream:
     def resume(self, context: Any) -> None:
         """The client retried: `context` is the request now, and what was held goes out through it."""
         self.context = context
+        self.release()
+
+    def release(self) -> None:
+        """What was held goes out through the request (when it turned out not to be answered yet)."""
         held, self._held = self._held or [], None
         for send in held:
             self._tell(send)
@@ -387,14 +391,16 @@ class Forwarder:
         upstream = pending.upstream
         try:
             await upstream.asked_or(done)
+            if not done.done():
+                upstream.hold()  # from here until the retry: the answered request can carry nothing
+                await upstream.flush()  # what was told before goes out ahead of the answer
         except asyncio.CancelledError:
-            pending.call.cancel()
+            pending.call.cancel()  # the client gave up before its call was pending: nobody retries
             raise
-        if done.done():
+        if done.done():  # also when it ended during that flush: its request is still open
+            upstream.release()
             await upstream.flush()
             return done.result()
-        upstream.hold()  # from here until the retry: the answered request can carry nothing
-        await upstream.flush()  # what was told before goes out ahead of the answer
         questions, upstream.questions = upstream.questions, []
         for question in questions:
             pending.asked[f"q{secrets.token_hex(4)}"] = question
