@@ -187,33 +187,56 @@ def fault_server(*extra: str, **config: Any) -> dict[str, Any]:
     return python_server(FAULTSERVER, *extra, **config)
 
 
+#: Whether tests start Python through zygotes (WORKBENCH_TEST_ZYGOTE=0: never).
+ZYGOTES = os.environ.get("WORKBENCH_TEST_ZYGOTE", "1") != "0" and sys.platform.startswith("linux")
+
+
 def _start_zygote(config: pytest.Config) -> None:
-    if os.environ.get("WORKBENCH_TEST_ZYGOTE", "1") == "0" or not sys.platform.startswith("linux"):
+    if not ZYGOTES:
         return
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         return  # the xdist controller runs no test
+    # The environment a stdio server gets from the SDK (its default), so the zygote starts as one would.
+    keep = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "SYSTEMROOT")
+    zygote = start_zygote(PYTHON, {k: os.environ[k] for k in keep if k in os.environ}, kernel="python3")
+    if zygote:
+        _zygote.update(zygote)
+
+
+def _stop_zygote() -> None:
+    zygote = dict(_zygote)
+    _zygote.clear()
+    stop_zygote(zygote)
+
+
+def start_zygote(python: str, env: dict[str, str], *, kernel: str) -> dict[str, str] | None:
+    """Start a zygote (tests/servers/zygote.py) that `python` runs with `env`, owned by this process.
+
+    What it answers: "dir" (its folder), "socket", "python" (the launcher: an executable stand-in
+    for `python` that runs through it) and "jupyter" (a folder for `JUPYTER_PATH` whose kernelspec
+    `kernel` runs ipykernel through it); None when it did not start (the caller starts directly).
+    End it with `stop_zygote`.
+    """
     folder = tempfile.mkdtemp(prefix="wbz-")
     if len(folder) > 80:  # a unix socket's path has at most 107 bytes
         os.rmdir(folder)
         folder = tempfile.mkdtemp(prefix="wbz-", dir="/tmp")
     sock = os.path.join(folder, "sock")
-    # The launcher: an executable stand-in for python, with the socket built in.
-    python = os.path.join(folder, "python")
-    with open(python, "w") as f:
+    # The launcher: an executable stand-in for python, with the socket built in (stdlib only: any
+    # python runs it).
+    launcher = os.path.join(folder, "python")
+    with open(launcher, "w") as f:
         f.write(
-            f"#!{PYTHON}\n"
+            f"#!{python}\n"
             f"# Runs SCRIPT ARGS... through the zygote of pytest process {os.getpid()} (see {LAUNCH}).\n"
             f"import sys\nsys.path[0] = {str(SERVERS)!r}\nimport launch\nlaunch.main([{sock!r}, *sys.argv[1:]])\n"
         )
-    os.chmod(python, 0o700)
-    # The environment a stdio server gets from the SDK (its default), so the zygote starts as one would.
-    keep = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "SYSTEMROOT")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
+    os.chmod(launcher, 0o700)
     log = os.environ.get("WORKBENCH_TEST_ZYGOTE_LOG")
     # The zygote forks itself away (so it is no child of ours) as soon as it starts.
     try:
         subprocess.run(
-            [PYTHON, str(ZYGOTE), sock, str(os.getpid()), *([log] if log else [])],
+            [python, str(ZYGOTE), sock, str(os.getpid()), *([log] if log else [])],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -224,22 +247,23 @@ def _start_zygote(config: pytest.Config) -> None:
         )
     except (OSError, subprocess.SubprocessError):
         shutil.rmtree(folder, ignore_errors=True)
-        return  # the servers start directly
-    # Kernels too: a "python3" kernelspec whose python is the launcher, found first on JUPYTER_PATH
-    # (`kernels_through_the_zygote`). No -Xfrozen_modules=off: an -X option makes the launcher exec python.
-    spec = os.path.join(folder, "jupyter", "kernels", "python3")
+        return None
+    # Kernels too: a kernelspec whose python is the launcher (`kernels_through_the_zygote`).
+    # No -Xfrozen_modules=off: an -X option makes the launcher exec python.
+    jupyter = os.path.join(folder, "jupyter")
+    spec = os.path.join(jupyter, "kernels", kernel)
     os.makedirs(spec)
     with open(os.path.join(spec, "kernel.json"), "w") as f:
-        argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        argv = [launcher, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         json.dump({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"}, f)
-    _zygote.update(dir=folder, socket=sock, python=python, jupyter=os.path.join(folder, "jupyter"))
+    return {"dir": folder, "socket": sock, "python": launcher, "jupyter": jupyter}
 
 
-def _stop_zygote() -> None:
-    if not _zygote:
+def stop_zygote(zygote: dict[str, str]) -> None:
+    """End a zygote `start_zygote` started (nothing if it never started or ended already)."""
+    if not zygote:
         return
-    folder = _zygote["dir"]
-    _zygote.clear()
+    folder = zygote["dir"]
     try:
         with open(os.path.join(folder, "sock.pid")) as f:
             pid = int(f.read())
@@ -409,6 +433,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return  # one process: the tests keep their order
 
     def budget(item: pytest.Item) -> float:
+        if item.get_closest_marker("in_place"):
+            return 0.0
         marker = item.get_closest_marker("timeout")
         if marker is None:
             return 0.0

@@ -1,11 +1,12 @@
 """Running a tutorial notebook the way CI does, in one place for the two that do it.
 
-tests/notebook/test_notebooks.py runs every notebook and keeps what ran clean in build/notebooks/;
-docs/prepare.py renders those outputs on the documentation site, and runs a notebook itself (with
-this same code) when CI's copy is missing or older than the notebook.
+tests/notebook/test_notebooks.py runs every notebook in the Binder environment (tests/notebook/binder_environment.py)
+and keeps what ran clean in build/notebooks/; docs/prepare.py renders those outputs on the
+documentation site, and runs a notebook itself (with this same code, on this checkout) when CI's copy
+is missing or older than the notebook.
 
-A notebook runs top to bottom in a fresh `python3` kernel, at most 180 seconds a cell, with its
-working directory a scratch folder; widget state is not stored, so widgets show their static
+A notebook runs top to bottom in a fresh kernel (`python3`, or the one given), at most 180 seconds a
+cell, in the working directory given; widget state is not stored, so widgets show their static
 HTML fallback wherever the notebook is read without a kernel (nbconvert, the site, GitHub).
 """
 
@@ -15,6 +16,7 @@ import os
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbformat import NotebookNode
 
@@ -30,20 +32,26 @@ def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def execute(path: Path, workdir: Path) -> NotebookNode:
+def execute(
+    path: Path, workdir: Path, *, kernel_manager: KernelManager | None = None, env: dict[str, str] | None = None
+) -> NotebookNode:
     """Run the notebook at `path` with `workdir` as its working directory; the notebook with outputs.
+
+    `kernel_manager`: the kernel's (default: the `python3` kernelspec); `env`: the kernel's
+    environment (default: this process's).
 
     Raises nbclient's `CellExecutionError` at the first cell that fails.
     """
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
+        km=kernel_manager,
         timeout=TIMEOUT,
         kernel_name="python3",
         store_widget_state=False,
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute()
+    client.execute(**({"env": env} if env is not None else {}))
     return nb
 
 

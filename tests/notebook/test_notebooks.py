@@ -1,15 +1,25 @@
 """Every notebook under notebooks/ runs top to bottom in a fresh kernel, and renders without widgets.
 
-A notebook that ran clean is kept in build/notebooks/: the documentation site shows those outputs.
+They run as on Binder (tests/notebook/binder_environment.py): from their folder in a copy of the clone, on a
+kernel of a virtualenv built only from binder/ (through a zygote of that virtualenv's python, as the
+suite's other kernels run through the suite's). So each runs once, for both checks.
+
+A notebook that ran clean is kept in build/notebooks/, its paths those of this checkout: the
+documentation site shows those outputs.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
+from binder_environment import KERNEL, Binder, binder, relocate, shared_folder
+from conftest import ROOT, ZYGOTES, start_zygote, stop_zygote
 from nbconvert import HTMLExporter
 from notebook_runner import errors, execute, keep, notebooks
 
@@ -92,13 +102,34 @@ def test_notebooks_name_the_kernel_ipykernel_installs() -> None:
         assert saved == language_info, path.name
 
 
+@pytest.fixture(scope="module")
+def binder_kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Binder, list[str] | None]]:
+    """The Binder environment, and where this process finds its kernelspec run through a zygote
+    (None: the virtualenv's own)."""
+    built = binder(shared_folder(tmp_path_factory.getbasetemp()))
+    zygote = start_zygote(built.python, built.env, kernel=KERNEL) if ZYGOTES else None
+    try:
+        yield built, [os.path.join(zygote["jupyter"], "kernels")] if zygote else None
+    finally:
+        stop_zygote(zygote or {})
+
+
+# In place: it waits for the Binder build that test_binder.py, first in `make test`'s order, starts.
+@pytest.mark.in_place
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_clean(path: Path, tmp_path: Path) -> None:
+def test_notebook_runs_clean(path: Path, binder_kernels: tuple[Binder, list[str] | None], catalog_cache: Path) -> None:
     saved = nbformat.read(path, as_version=4)
     assert all(not cell.get("outputs") for cell in saved.cells if cell.cell_type == "code"), "commit without outputs"
     assert "/work/" not in path.read_text() and "/root/" not in path.read_text(), "no machine's absolute paths"
-    nb = execute(path, tmp_path)
+    built, kernel_dirs = binder_kernels
+    copy = built.notebooks / path.name
+    assert copy.read_text() == path.read_text(), "the Binder copy is this checkout's notebook"
+    before = sorted(os.listdir(built.notebooks))
+    env = built.env | {"WORKBENCH_CACHE_DIR": str(catalog_cache)}  # a cache of its own, as on a new Binder
+    nb = execute(copy, copy.parent, kernel_manager=built.kernel_manager(kernel_dirs), env=env)
     assert errors(nb) == []
+    assert sorted(os.listdir(built.notebooks)) == before, "a notebook writes nothing into its folder"
     texts = "".join(
         str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", ""))
         for c in nb.cells
@@ -114,4 +145,5 @@ def test_notebook_runs_clean(path: Path, tmp_path: Path) -> None:
     if "%workbench open demo" in "".join(c.source for c in nb.cells):
         assert "2/2 servers connected" in body  # the opened toolbox's static view: status and tools
         assert "demo/datasets/query" in body
-    keep(nb, path.name)  # what CI produced, for the documentation site (docs/prepare.py)
+    # what CI produced, for the documentation site (docs/prepare.py), as if run on this checkout
+    keep(relocate(nb, {str(built.repo): str(ROOT), str(built.venv): sys.prefix}), path.name)
