@@ -8,7 +8,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
-# pytest-xdist workers (0: one process); the conftest starts the longest tests first
+# pytest-xdist workers (0: one process); the conftest starts the longest tests first, and each
+# worker is handed one test at a time (--maxschedchunk=1: xdist's default hands out runs of
+# neighbours, so a module of slow tests, the notebooks, would queue on one worker)
 PYTEST_WORKERS ?= 4
 
 .PHONY: lab test demo lint venv npm bench bench-quick docs clean
@@ -69,7 +71,7 @@ lint: venv
 test:
 	@$(MAKE) --no-print-directory -j2 venv npm  # pip and npm side by side
 	@$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS); tests=$$?; \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--maxschedchunk=1) $(PYTEST_ARGS); tests=$$?; \
 	wait $$lint; linted=$$?; \
 	echo "---- make lint (run beside the tests) ----"; cat $(VENV)/lint.log; \
 	test $$tests -eq 0 && test $$linted -eq 0
