@@ -121,14 +121,22 @@ def test_top_level_await_in_the_kernel(kernel: Kernel) -> None:
 
 @pytest.mark.parametrize("how", ["shutdown", "restart"])
 def test_kernel_shutdown_and_restart_end_the_servers(kernel: Kernel, how: str) -> None:
-    code = (
-        "%load_ext workbench_magic\n%workbench open t\nimport json, os\n"
-        "kids = [int(p) for p in os.listdir('/proc') if p.isdigit() and "
-        "open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]\n"
-        "print(json.dumps(kids))"
-    )
+    # the kernel's children; a process of the machine may end between listing /proc and reading it
+    code = """%load_ext workbench_magic
+%workbench open t
+import json, os
+kids = []
+for p in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        with open(f'/proc/{p}/stat') as f:
+            stat = f.read()
+    except OSError:
+        continue
+    if stat.rsplit(')', 1)[1].split()[1] == str(os.getpid()):
+        kids.append(int(p))
+print(json.dumps(kids))"""
     reply, out = kernel.execute(code)
-    assert reply["status"] == "ok"
+    assert reply["status"] == "ok", f"{reply.get('ename')}: {reply.get('evalue')}"
     pids = json.loads(text_of(out).strip().splitlines()[-1])
     assert pids
     if how == "restart":
