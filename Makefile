@@ -67,10 +67,11 @@ lint: venv
 
 ## make test: set up (the virtualenv and the npm servers side by side), then lint and type-check
 ## beside the whole suite against real servers (the checks' report follows the suite's; either
-## failing fails it)
+## failing fails it). The checks run niced: they take the CPU the tests leave idle (the tests wait
+## on kernels, browsers and servers), not the CPU the workers' collection needs at the start.
 test:
 	@$(MAKE) --no-print-directory -j2 venv npm  # pip and npm side by side
-	@$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
+	@nice -n 10 $(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--maxschedchunk=1) $(PYTEST_ARGS); tests=$$?; \
 	wait $$lint; linted=$$?; \
 	echo "---- make lint (run beside the tests) ----"; cat $(VENV)/lint.log; \
