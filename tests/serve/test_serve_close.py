@@ -75,11 +75,13 @@ class Served:
     """One `serve` process over raw pipes: JSON-RPC lines written and read here, every message
     it writes kept in order (`seen`), its descendants recorded while it runs (`started`)."""
 
-    def __init__(self, config: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, config: Path, *extra: str, env: dict[str, str] | None = None, python: tuple[str, ...] = ("-m",)
+    ) -> None:
         self.stderr_path = config.parent / "serve.stderr"
         self.errlog = self.stderr_path.open("w")
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "workbench_magic", "serve", "--config", str(config), *extra],
+            [PYTHON, *python, "workbench_magic", "serve", "--config", str(config), *extra],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -215,9 +217,9 @@ class Served:
 def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     made: list[Served] = []
 
-    def start(servers: dict[str, Any], *extra: str) -> Served:
+    def start(servers: dict[str, Any], *extra: str, python: tuple[str, ...] = ("-m",)) -> Served:
         config = write_config(tmp_path / "workbench-config.json", {"toolboxes": {"dev": toolbox(servers)}})
-        served = Served(config, *extra)
+        served = Served(config, *extra, python=python)
         made.append(served)
         return served
 
@@ -279,6 +281,28 @@ def test_sigterm_while_opening_closes_every_server(serve: Callable[..., Served],
     elapsed = served.end_as_host("term")
     check_all_gone(served, elapsed, f"SIGTERM while opening ({size})")
     assert elapsed < HOST_GRACE
+
+
+# serve, as `python -m workbench_magic`, whose loop cannot act for 5 s once told to stop: on a
+# starved machine it took 1.7 s to see a SIGTERM, and the host's SIGKILL 2 s after it left the
+# servers that ignore their stdin's end running
+STARVED_LOOP = """import runpy, sys, time
+from workbench_magic.serve.server import WorkbenchServer
+WorkbenchServer.close = lambda self: time.sleep(5)
+sys.argv = sys.argv[1:]
+runpy.run_module("workbench_magic", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_sigterm_kills_every_server_in_time_when_the_loop_cannot_act(serve: Callable[..., Served]) -> None:
+    servers = {"t": stdio_server(), "stubborn": {"command": PYTHON, "args": [LINGER, "--ignore-sigterm"]}}
+    served = serve(servers, python=("-c", STARVED_LOOP))
+    served.initialize()
+    assert served.open()["servers_connected"] == len(servers)
+    elapsed = served.end_as_host("term")
+    check_all_gone(served, elapsed, "SIGTERM, the loop blocked")
+    assert elapsed < HOST_GRACE
+    assert "killed: the close ran past" in served.stderr()
 
 
 @sizes

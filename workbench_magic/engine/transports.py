@@ -118,6 +118,21 @@ _REAP = 2.0
 _POLL = 0.01
 
 
+_groups: frozenset[int] = frozenset()
+"""The process groups of the stdio servers running now (replaced whole on the loop thread)."""
+
+
+def running_process_groups() -> frozenset[int]:
+    """The process groups of the stdio servers this process runs now: a snapshot, for any thread
+    (serve's last resort when its loop cannot close them in time)."""
+    return _groups
+
+
+def _track(pgid: int, running: bool) -> None:
+    global _groups
+    _groups = _groups | {pgid} if running else _groups - {pgid}
+
+
 @dataclass
 class StopPolicy:
     """How the transport stops its server, read while it stops (so a connection can hurry a stop
@@ -159,6 +174,7 @@ async def stdio_transport(
         cwd=cwd,
         start_new_session=True,
     )
+    _track(process.pid, True)
     # No await until the task group is entered: a cancellation in the gap would leak the process.
     reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage](0)
@@ -207,6 +223,7 @@ async def stdio_transport(
         with anyio.move_on_after(min(_FLUSH, stop.grace)):
             await writer_done.wait()
         await _stop_process(process, stop, started)
+        _track(process.pid, False)
         for stream in (read_stream, write_stream, reader_in, writer_out):
             await stream.aclose()
         await anyio.lowlevel.checkpoint()

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, NoReturn
 
@@ -109,9 +110,29 @@ then SIGTERM, then SIGKILL 0.2 s later. Hosts built on the MCP SDKs end serve's 
 and send SIGTERM: serve is gone well before (a notebook's close keeps the graceful 2 s). Half a
 second of waiting leaves the rest of serve's second to a loaded machine (at 0.65 s, two test
 suites side by side on 2 cores took serve 1.1 s)."""
+STOP_DEADLINE = 1.5
+"""Seconds after SIGTERM (or Ctrl-C) by which serve has closed every server and ended. Hosts
+SIGKILL serve 2 s after SIGTERM, and a SIGKILLed serve leaves behind the servers that ignore
+their stdin's end. On a starved machine the loop took 1.7 s to even see the signal, so past
+this deadline a thread of its own SIGKILLs every server's process group and ends serve."""
 FACE_STOP = 0.5
 """Seconds the wire gets to end once serve is told to stop (HTTP: uvicorn's own shutdown), and
 again once cancelled."""
+
+
+def _kill_servers_and_exit(why: str) -> None:
+    """`STOP_DEADLINE` ran out (on a thread of its own): SIGKILL every server's process group
+    and end serve, whatever its loop is doing."""
+    from workbench_magic.engine.transports import running_process_groups
+
+    for pgid in running_process_groups():
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+    logger.warning("%s: every downstream server closed (killed: the close ran past %g s)", why, STOP_DEADLINE)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class _Stopper:
@@ -129,6 +150,9 @@ class _Stopper:
         # No logging here: the main thread may hold logging's lock when the signal lands.
         if self.signalled is None:
             self.signalled = signal.Signals(signum).name
+            deadline = threading.Timer(STOP_DEADLINE, _kill_servers_and_exit, args=(self.signalled,))
+            deadline.daemon = True
+            deadline.start()
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):  # a closed loop: nothing left to stop
                 self.loop.call_soon_threadsafe(self.event.set)
