@@ -255,6 +255,8 @@ sizes = pytest.mark.parametrize("size", list(TOOLBOXES))
 def check_all_gone(served: Served, elapsed: float, what: str) -> None:
     print(f"{what}: serve exited {elapsed:.2f} s later (exit {served.proc.returncode})")
     assert served.left_running() == set(), f"left running {LEFT_LIMIT:g} s after serve: {served.started}"
+    # exit 0, not -9: serve ended by itself before the host's SIGKILL (the outcome; how many seconds
+    # the host saw also counts how late a loaded machine let this process look)
     assert served.proc.returncode == 0, "serve did not end by itself (a host's signal ended it)"
     assert "every downstream server closed" in served.stderr()
 
@@ -280,7 +282,6 @@ def test_sigterm_while_opening_closes_every_server(serve: Callable[..., Served],
     assert not any(m.get("id") == opening for m in served.seen)  # `mute` never answers: still opening
     elapsed = served.end_as_host("term")
     check_all_gone(served, elapsed, f"SIGTERM while opening ({size})")
-    assert elapsed < HOST_GRACE
 
 
 # serve, as `python -m workbench_magic`, whose loop cannot act for 5 s once told to stop: on a
@@ -301,7 +302,6 @@ def test_sigterm_kills_every_server_in_time_when_the_loop_cannot_act(serve: Call
     assert served.open()["servers_connected"] == len(servers)
     elapsed = served.end_as_host("term")
     check_all_gone(served, elapsed, "SIGTERM, the loop blocked")
-    assert elapsed < HOST_GRACE
     assert "killed: the close ran past" in served.stderr()
 
 
@@ -328,7 +328,6 @@ def test_sigterm_during_a_call_closes_every_server(serve: Callable[..., Served],
     served.wait_for(all_progressing)
     elapsed = served.end_as_host("term")
     check_all_gone(served, elapsed, f"SIGTERM during a call ({size})")
-    assert elapsed < HOST_GRACE
 
 
 @sizes
