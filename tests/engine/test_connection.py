@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import children, stdio_server, toolbox
 
-from workbench_magic import PromptsChanged, ResourcesChanged, ToolError, ToolNotFoundError
+from workbench_magic import ConnectError, PromptsChanged, ResourcesChanged, ToolError, ToolNotFoundError
 from workbench_magic.vocabulary.events import Event, ToolsChanged
 
 
@@ -162,3 +162,85 @@ def test_open_and_close_racing_on_threads_never_hang(make_workbench) -> None:
         thread.join(STUCK_AFTER)
     assert not errors, f"{type(errors[0]).__name__}: {errors[0]}"
     assert min(calls) > 10, f"the threads made too few calls to race: {calls}"
+
+
+def test_an_owner_stuck_past_the_handshake_deadline_fails_the_open_and_says_where(
+    make_workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every wait of a connection's task is bounded; one that is not (a defect, here injected: a
+    shielded wait the handshake deadline cannot cancel) fails the open instead of hanging it."""
+    import anyio
+
+    from workbench_magic.engine import connection
+
+    release = threading.Event()
+    refresh = connection.Connection._refresh_tools
+
+    async def stuck_refresh(self: connection.Connection) -> None:
+        with anyio.CancelScope(shield=True):
+            while not release.is_set():
+                await anyio.sleep(0.05)
+        await refresh(self)
+
+    wb = make_workbench({"toolboxes": {"warm": toolbox({"ok": stdio_server()}), "t": toolbox({"s": stdio_server()})}})
+    wb.open("warm")  # the SDK import is not part of the deadline
+    monkeypatch.setattr(connection.Connection, "_refresh_tools", stuck_refresh)
+    monkeypatch.setattr(connection, "STUCK_AFTER", 0.5)
+    wb.connect_timeout = 3
+    outcome: list[BaseException | object] = []
+
+    def open_t() -> None:
+        try:
+            outcome.append(wb.open("t"))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    opener = threading.Thread(target=open_t, daemon=True)
+    try:
+        opener.start()
+        opener.join(60)
+        assert outcome, "the open hung on a stuck connection task"
+        assert isinstance(outcome[0], ConnectError)
+        assert str(outcome[0]) == (
+            "Failed to open toolbox 't': no server connected (server 's': no answer to the handshake within 3 s)"
+        )
+        log = wb.logs("t/s")
+        assert "the connection's task was stuck connecting, abandoned: " in log
+        assert "stuck_refresh (test_connection.py:" in log
+    finally:
+        release.set()
+    assert wb.call("warm/ok/echo", {"text": "still"}).text == "still"  # the rest goes on
+
+
+def test_an_owner_stuck_at_close_is_abandoned_and_the_close_returns(
+    make_workbench, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import anyio
+
+    from workbench_magic.engine import connection
+
+    release = threading.Event()
+
+    async def stuck_housekeeping(self: connection.Connection) -> None:
+        with anyio.CancelScope(shield=True):  # the injected defect: a wait the stop cannot cancel
+            while not release.is_set():
+                await anyio.sleep(0.05)
+
+    monkeypatch.setattr(connection.Connection, "_keep_log_small", stuck_housekeeping)
+    monkeypatch.setattr(connection, "STOP_WAIT", 0.5)
+    monkeypatch.setattr(connection, "STUCK_AFTER", 0.5)
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()}), "u": toolbox({"s": stdio_server()})}})
+    wb.open("t")
+    wb.open("u")
+    closer = threading.Thread(target=wb.close, args=("t",), daemon=True)
+    try:
+        closer.start()
+        closer.join(60)
+        assert not closer.is_alive(), "the close hung on a stuck connection task"
+        stuck = [r.getMessage() for r in caplog.records if "stuck" in r.getMessage()]
+        assert len(stuck) == 1 and "server t/s: the connection's task was stuck stopping, abandoned: " in stuck[0]
+        assert "<- _own (connection.py:" in stuck[0]  # where the owner waits (here: its task group)
+        assert {t.name: t.open for t in wb.toolboxes()} == {"t": False, "u": True}
+    finally:
+        release.set()
+    assert wb.call("u/s/echo", {"text": "still"}).text == "still"  # the rest goes on

@@ -11,7 +11,6 @@ are sent from other tasks on the same loop through the entered client.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import logging
 import time
@@ -50,6 +49,13 @@ logger = logging.getLogger("workbench_magic")
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
+STOP_WAIT = 10.0
+"""Seconds a stop waits for the owner task to close its client (the transport's stop takes about
+6 s at worst: stdin close, SIGTERM, SIGKILL) before cancelling it."""
+STUCK_AFTER = 15.0
+"""Seconds past its deadline (the handshake's; a stop's) after which an owner task that has not
+settled is abandoned and reported stuck, not waited for: its waits are all bounded, so only a
+defect (ours or a library's) runs this out, and a hung open or close would hide it."""
 
 
 def _owner_context() -> contextvars.Context:
@@ -259,7 +265,13 @@ class Connection(Requesting, Listening):
             # early), `ready` is settled: nothing else is bound to settle what we wait on here.
             self._owner.add_done_callback(lambda owner: self._owner_ended(owner, ready))
             try:
-                await asyncio.shield(ready)
+                await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout + STUCK_AFTER)
+            except TimeoutError:
+                self._report_stuck("connecting")
+                self._abandon()
+                message = self.failure_message(f"no answer to the handshake within {self.connect_timeout:g} s")
+                self._failed(message)
+                raise ConnectError(message) from None
             except asyncio.CancelledError:
                 # The person gave up on this server: calls do not start another wait for it
                 # (open and reconnect still try at once).
@@ -324,7 +336,7 @@ class Connection(Requesting, Listening):
     async def _wait_ended(self) -> None:
         """Wait for abandoned owners to finish their (bounded, shielded) shutdown."""
         if self._ending:
-            await asyncio.wait(list(self._ending), timeout=10)
+            await asyncio.wait(list(self._ending), timeout=STOP_WAIT)
 
     async def _stop_owner(self) -> None:
         owner, self._owner = self._owner, None
@@ -334,14 +346,29 @@ class Connection(Requesting, Listening):
         if self._stop is not None:
             self._stop.set()
         try:
-            # The transport's stop is bounded (stdin close, SIGTERM, SIGKILL: about 6 s worst case).
-            await asyncio.wait_for(asyncio.shield(owner), timeout=10)
+            await asyncio.wait_for(asyncio.shield(owner), timeout=STOP_WAIT)
         except TimeoutError:
             owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
+            await asyncio.wait({owner}, timeout=STUCK_AFTER)
+            if not owner.done():
+                self._report_stuck("stopping", owner)
+                self._ending.add(owner)
+                owner.add_done_callback(self._ending.discard)
         except BaseException:
             pass
+
+    def _report_stuck(self, doing: str, owner: asyncio.Task[None] | None = None) -> None:
+        """Log where an owner task that ran past its deadline waits (its stack), then go on without it."""
+        owner = owner or self._owner
+        if owner is None:
+            return
+        where = " <- ".join(
+            f"{f.f_code.co_name} ({f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno})"
+            for f in reversed(_await_chain(owner.get_coro()))
+        )
+        text = f"the connection's task was stuck {doing}, abandoned: {where or 'no frame'}"
+        self.log.mark(text)
+        logger.warning("server %s/%s: %s", self.toolbox, self.name, text)
 
     def _make_client(self) -> Client:
         from mcp import Client
@@ -510,6 +537,18 @@ class Connection(Requesting, Listening):
         self.log_level = level
         if self._client is not None and self.status == "connected":
             await self._request_log_level(self._client)
+
+
+def _await_chain(awaiting: Any) -> list[Any]:
+    """The frames of a suspended coroutine and of what it awaits, outermost first (a task's
+    `get_stack` shows only its outermost frame)."""
+    frames = []
+    while awaiting is not None:
+        frame = getattr(awaiting, "cr_frame", None) or getattr(awaiting, "ag_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        awaiting = getattr(awaiting, "cr_await", None) or getattr(awaiting, "ag_await", None)
+    return frames
 
 
 def _missed(policy: StopPolicy, handshake: anyio.CancelScope) -> None:

@@ -122,10 +122,11 @@ _groups: frozenset[int] = frozenset()
 """The process groups of the stdio servers running now (replaced whole on the loop thread)."""
 
 
-def running_process_groups() -> frozenset[int]:
-    """The process groups of the stdio servers this process runs now: a snapshot, for any thread
-    (serve's last resort when its loop cannot close them in time)."""
-    return _groups
+def kill_running_servers() -> None:
+    """SIGKILL the process group of every stdio server this process runs now, from any thread
+    (it reads a snapshot): serve's last resort when its loop cannot close them in time."""
+    for pgid in _groups:
+        _signal_group(pgid, signal.SIGKILL)
 
 
 def _track(pgid: int, running: bool) -> None:

@@ -123,11 +123,9 @@ again once cancelled."""
 def _kill_servers_and_exit(why: str) -> None:
     """`STOP_DEADLINE` ran out (on a thread of its own): SIGKILL every server's process group
     and end serve, whatever its loop is doing."""
-    from workbench_magic.engine.transports import running_process_groups
+    from workbench_magic.engine.transports import kill_running_servers
 
-    for pgid in running_process_groups():
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
+    kill_running_servers()
     logger.warning("%s: every downstream server closed (killed: the close ran past %g s)", why, STOP_DEADLINE)
     logging.shutdown()
     sys.stdout.flush()
