@@ -267,8 +267,10 @@ class Connection(Requesting, Listening):
             try:
                 await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout + STUCK_AFTER)
             except TimeoutError:
+                policy = self.stop_policy
                 self._report_stuck("connecting")
                 self._abandon()
+                await policy.kill()
                 message = self.failure_message(f"no answer to the handshake within {self.connect_timeout:g} s")
                 self._failed(message)
                 raise ConnectError(message) from None
@@ -352,13 +354,15 @@ class Connection(Requesting, Listening):
             await asyncio.wait({owner}, timeout=STUCK_AFTER)
             if not owner.done():
                 self._report_stuck("stopping", owner)
+                await self.stop_policy.kill()
                 self._ending.add(owner)
                 owner.add_done_callback(self._ending.discard)
         except BaseException:
             pass
 
     def _report_stuck(self, doing: str, owner: asyncio.Task[None] | None = None) -> None:
-        """Log where an owner task that ran past its deadline waits (its stack), then go on without it."""
+        """Log where an owner task that ran past its deadline waits (its chain of awaits); the
+        caller then goes on without it and kills its server's process."""
         owner = owner or self._owner
         if owner is None:
             return

@@ -142,11 +142,25 @@ class StopPolicy:
 
     grace: float = GRACE
     kill_after: float = KILL_AFTER
+    process_group: int | None = None
+    """The running server's process group (stdio), while it runs."""
 
     def hurry(self, grace: float, kill_after: float) -> None:
         """Stop no later than this (a stop never slows down)."""
         self.grace = min(self.grace, grace)
         self.kill_after = min(self.kill_after, kill_after)
+
+    async def kill(self) -> None:
+        """SIGKILL the server's process group now and wait (`_REAP` at most) until it is gone: for
+        a connection whose task cannot stop it (see `Connection`'s stuck owners)."""
+        import anyio
+
+        pgid = self.process_group
+        if pgid is None or not _signal_group(pgid, signal.SIGKILL):
+            return
+        reaped_by = anyio.current_time() + _REAP
+        if not await _wait(lambda: not _signal_group(pgid, 0), lambda: reaped_by):
+            logger.warning("server process group %d is still there after SIGKILL; abandoning it", pgid)
 
 
 AT_ONCE = (0.0, 0.25)
@@ -176,6 +190,7 @@ async def stdio_transport(
         start_new_session=True,
     )
     _track(process.pid, True)
+    stop.process_group = process.pid  # start_new_session: the leader's pid is the group's
     # No await until the task group is entered: a cancellation in the gap would leak the process.
     reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage](0)
@@ -225,6 +240,7 @@ async def stdio_transport(
             await writer_done.wait()
         await _stop_process(process, stop, started)
         _track(process.pid, False)
+        stop.process_group = None
         for stream in (read_stream, write_stream, reader_in, writer_out):
             await stream.aclose()
         await anyio.lowlevel.checkpoint()
