@@ -12,6 +12,12 @@ PYTEST_ARGS ?=
 # worker is handed one test at a time (--maxschedchunk=1: xdist's default hands out runs of
 # neighbours, so a module of slow tests, the notebooks, would queue on one worker)
 PYTEST_WORKERS ?= 4
+# The pytest plugins the suite uses, and only those: the ones other packages install are not loaded,
+# and pytest does not assertion-rewrite their packages (langsmith's 223 modules, hypothesis's 74,
+# anyio's 31: a third of each pytest process's collection). Bytecode is written (an environment
+# may set PYTHONDONTWRITEBYTECODE): each module of this checkout and of .venv is compiled once
+# per run, not once per process, and pytest keeps the test modules it rewrote.
+PYTEST_PLUGINS := -p xdist.plugin -p pytest_timeout
 
 .PHONY: lab test demo lint venv npm bench bench-quick docs clean
 
@@ -69,13 +75,21 @@ lint: venv
 ## beside the whole suite against real servers (the checks' report follows the suite's; either
 ## failing fails it). The checks run niced: they take the CPU the tests leave idle (the tests wait
 ## on kernels, browsers and servers), not the CPU the workers' collection needs at the start.
+## The Binder environment the notebooks run in (tests/notebook/binder_environment.py) is built
+## from the first second, beside the set-up, in a process group of its own (ended with make).
+BINDER_ENV := build/binder-env
 test:
-	@$(MAKE) --no-print-directory -j2 venv npm  # pip and npm side by side
-	@nice -n 10 $(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--maxschedchunk=1) $(PYTEST_ARGS); tests=$$?; \
+	@rm -rf $(BINDER_ENV) && mkdir -p build; \
+	setsid $(PYTHON) tests/notebook/binder_environment.py $(BINDER_ENV) > build/binder-env.log 2>&1 & binder=$$!; \
+	trap 'kill -- -$$binder 2>/dev/null' EXIT; \
+	$(MAKE) --no-print-directory -j2 venv npm || exit 1; \
+	nice -n 10 $(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
+	WORKBENCH_TEST_BINDER=$(BINDER_ENV) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE= \
+		$(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--maxschedchunk=1) \
+		$(PYTEST_ARGS); tests=$$?; \
 	wait $$lint; linted=$$?; \
 	echo "---- make lint (run beside the tests) ----"; cat $(VENV)/lint.log; \
 	test $$tests -eq 0 && test $$linted -eq 0
 
 clean:
-	rm -rf $(VENV) tests/servers/node_modules site
+	rm -rf $(VENV) tests/servers/node_modules site $(BINDER_ENV) build/binder-env.log

@@ -10,6 +10,8 @@ notebook in it, as Binder would: from its folder in the copy, on a kernel of tha
 The build takes a minute or more, so it is made once per test run and shared by the pytest-xdist
 workers: the first process that needs it builds it under a lock, the others wait for it, and a
 build that failed fails each test that needs it with the same message (without building again).
+`make test` starts it before anything else (`python tests/notebook/binder_environment.py FOLDER`,
+`WORKBENCH_TEST_BINDER=FOLDER` for the tests): it runs beside the set-up, not in a worker's place.
 Each process runs its kernels through a zygote of its own (tests/servers/zygote.py) that the
 virtualenv's python runs: a kernel of the virtualenv, its imports made once.
 """
@@ -25,10 +27,10 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+if TYPE_CHECKING:
+    from jupyter_client.manager import KernelManager
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What Binder's image provides besides our requirements: Jupyter (here only what runs notebooks).
@@ -57,6 +59,9 @@ class Binder:
     def kernel_manager(self, kernel_dirs: list[str] | None = None) -> KernelManager:
         """A kernel manager for the virtualenv's kernelspec (`kernel_dirs`: where to look for it
         instead of the virtualenv's own share/jupyter/kernels)."""
+        from jupyter_client.kernelspec import KernelSpecManager
+        from jupyter_client.manager import KernelManager
+
         dirs = kernel_dirs or [str(self.venv / "share" / "jupyter" / "kernels")]
         return KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
 
@@ -70,8 +75,13 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subpr
 
 
 def shared_folder(basetemp: Path) -> Path:
-    """Where this test run keeps the build: beside the xdist workers' temporary folders, which
-    share their parent (one process: its own temporary folder)."""
+    """Where this test run keeps the build: the folder `WORKBENCH_TEST_BINDER` names (`make test`
+    starts the build there at once, beside its own set-up, and empties it first), else beside the
+    xdist workers' temporary folders, which share their parent (one process: its own temporary
+    folder)."""
+    given = os.environ.get("WORKBENCH_TEST_BINDER")
+    if given:
+        return Path(given).resolve()
     return (basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp) / "binder"
 
 
@@ -163,3 +173,7 @@ def relocate(value: Any, moves: dict[str, str]) -> Any:
     if isinstance(value, dict):
         return type(value)({k: relocate(v, moves) for k, v in value.items()})
     return value
+
+
+if __name__ == "__main__":  # `python tests/notebook/binder_environment.py FOLDER`: build (stdlib only: no .venv needed)
+    binder(Path(sys.argv[1]).resolve())
