@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import shutil
 import signal
 import sys
 import warnings
@@ -182,9 +184,10 @@ async def stdio_transport(
     from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
 
+    environment = get_default_environment() | env
     process = await anyio.open_process(
-        [command, *args],
-        env=get_default_environment() | env,
+        _dies_with_us(command, args, environment, cwd),
+        env=environment,
         stderr=errlog,
         cwd=cwd,
         start_new_session=True,
@@ -256,6 +259,33 @@ async def stdio_transport(
                 await shutdown()
             tg.cancel_scope.cancel()  # a kill survivor holding a pipe end cannot keep the tasks
     await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+"""util-linux's `setpriv`, which sets PR_SET_PDEATHSIG and then runs a command (no Python between
+fork and exec: `preexec_fn` is unsafe with threads)."""
+
+
+def _dies_with_us(command: str, args: list[str], env: dict[str, str], cwd: Any) -> list[str]:
+    """The argv that starts `command`: on Linux through `setpriv --pdeathsig KILL`, so the server
+    gets SIGKILL when the thread that started it (the loop's) ends, even if this process is
+    SIGKILLed (a host's last word to serve, a kernel restart) before it could stop its servers.
+    The command is looked up here as the child's PATH and `cwd` say, so a missing one is the
+    same `FileNotFoundError` as without setpriv."""
+    if _SETPRIV is None:
+        return [command, *args]
+    if os.sep in command:
+        found = command if os.path.isabs(command) else os.path.join(os.fspath(cwd or os.getcwd()), command)
+        if not os.path.isfile(found):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+        if not os.access(found, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    else:
+        located = shutil.which(command, path=env.get("PATH", os.defpath))
+        if located is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+        found = located
+    return [_SETPRIV, "--pdeathsig", "KILL", "--", found, *args]
 
 
 def _parse_line(line: str) -> Any:

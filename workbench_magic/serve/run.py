@@ -110,11 +110,11 @@ then SIGTERM, then SIGKILL 0.2 s later. Hosts built on the MCP SDKs end serve's 
 and send SIGTERM: serve is gone well before (a notebook's close keeps the graceful 2 s). Half a
 second of waiting leaves the rest of serve's second to a loaded machine (at 0.65 s, two test
 suites side by side on 2 cores took serve 1.1 s)."""
-STOP_DEADLINE = 1.5
-"""Seconds after SIGTERM (or Ctrl-C) by which serve has closed every server and ended. Hosts
-SIGKILL serve 2 s after SIGTERM, and a SIGKILLed serve leaves behind the servers that ignore
-their stdin's end. On a starved machine the loop took 1.7 s to even see the signal, so past
-this deadline a thread of its own SIGKILLs every server's process group and ends serve."""
+STOP_DEADLINE = 1.0
+"""Seconds after SIGTERM (or Ctrl-C, or stdin's end) by which serve has closed every server and ended. Hosts
+SIGKILL serve 2 s after SIGTERM. On a starved machine the loop took 1.7 s to even see the signal,
+so past this deadline a thread of its own SIGKILLs every server's process group and ends serve
+(at 1.5 s, two test suites on 2 cores starved that thread past the host's 2 s too)."""
 FACE_STOP = 0.5
 """Seconds the wire gets to end once serve is told to stop (HTTP: uvicorn's own shutdown), and
 again once cancelled."""
@@ -143,14 +143,20 @@ class _Stopper:
         """The serving loop, once serving started (a signal before that is seen as it starts)."""
         self.event = asyncio.Event()
         self.signalled: str | None = None
+        self._deadline: threading.Timer | None = None
+
+    def deadline(self, why: str) -> None:
+        """Start the `STOP_DEADLINE` timer (once, on a thread of its own): serve is closing."""
+        if self._deadline is None:
+            self._deadline = threading.Timer(STOP_DEADLINE, _kill_servers_and_exit, args=(why,))
+            self._deadline.daemon = True
+            self._deadline.start()
 
     def signal(self, signum: int, frame: Any) -> None:
         # No logging here: the main thread may hold logging's lock when the signal lands.
         if self.signalled is None:
             self.signalled = signal.Signals(signum).name
-            deadline = threading.Timer(STOP_DEADLINE, _kill_servers_and_exit, args=(self.signalled,))
-            deadline.daemon = True
-            deadline.start()
+            self.deadline(self.signalled)
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):  # a closed loop: nothing left to stop
                 self.loop.call_soon_threadsafe(self.event.set)
@@ -186,6 +192,7 @@ async def _serve_until_stopped(
             serving.cancel()
             await asyncio.wait({serving}, timeout=FACE_STOP)
         why = stopper.signalled or "the client is gone"
+        stopper.deadline(why)  # stdin's end too: a host signals 2 s later, and SIGKILLs 2 s after
         logger.info("%s: closing every downstream server", why)
         server.close()
         await workbench.aclose_all(hurry=SERVE_STOP)
