@@ -348,6 +348,10 @@ def http_server() -> Iterator[Callable[..., HttpServer]]:
         server.stop()
 
 
+STARVED_CONNECT_TIMEOUT = 90.0
+"""`connect_timeout` of the workbenches `make_workbench` makes, unless a test sets one."""
+
+
 @pytest.fixture
 def make_workbench() -> Iterator[Callable[..., Workbench]]:
     """Workbench factory; every workbench is closed after the test and no child may remain."""
@@ -355,6 +359,9 @@ def make_workbench() -> Iterator[Callable[..., Workbench]]:
     before = children()
 
     def make(config: dict[str, Any] | str | Path | None = None, **traits: Any) -> Workbench:
+        # Two suites side by side on 2 cores starved handshakes past the 30 s default; a test of
+        # the deadline itself sets its own.
+        traits.setdefault("connect_timeout", STARVED_CONNECT_TIMEOUT)
         wb = Workbench(config=config, **traits)
         made.append(wb)
         return wb
