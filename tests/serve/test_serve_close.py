@@ -439,7 +439,7 @@ def test_forwarded_log_messages_put_no_sdk_warning_on_serves_stderr(tmp_path: Pa
         logs.append(params)
 
     async def main() -> None:
-        assert wait_until(lambda: _listening(httpx, port) or proc.poll() is not None, 30) and proc.poll() is None
+        assert wait_until(lambda: _listening(httpx, port) or proc.poll() is not None, 90) and proc.poll() is None
         async with create_mcp_http_client() as http:
             transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
             async with Client(transport, mode="legacy", logging_callback=log, log_level="debug") as client:

@@ -43,7 +43,7 @@ def labels(pane: ProtocolPane) -> list[str]:
 
 def shows(pane: ProtocolPane, count: int) -> bool:
     """Refresh the pane (what the explorer's tick does) until it shows `count` messages."""
-    return wait_until(lambda: (pane.refresh(), len(pane.messages) == count)[1], 10)
+    return wait_until(lambda: (pane.refresh(), len(pane.messages) == count)[1], 60)
 
 
 def test_the_tab_records_the_chosen_server_only_while_it_shows(wb: Workbench) -> None:
