@@ -42,6 +42,12 @@ LINGER = str(SERVERS / "lingerserver.py")
 CLIENTSERVER = str(SERVERS / "clientserver.py")
 HOST_GRACE = 2.0
 """What hosts wait after ending stdin before SIGTERM, and after SIGTERM before SIGKILL."""
+HARNESS_GRACE = 10.0
+"""What this harness's host waits instead (the seconds serve took are printed): two suites on 2
+cores starved serve past a real host's 2 s, and the question here is whether serve ends by itself
+and leaves nothing running. Its deadline (`STOP_DEADLINE`, 1 s) keeps it inside a real host's 2 s
+on a machine that lets it run; past a real host's SIGKILL, nothing is left running either
+(`test_sigkill_of_serve_takes_along_even_a_server_deaf_to_stdin_end_and_sigterm`)."""
 EOF_EXIT = 1.0
 """About how soon serve is gone after its stdin ends (issue 32), whatever its servers do."""
 LEFT_LIMIT = 3.0
@@ -186,16 +192,17 @@ class Served:
 
     def end_as_host(self, step: str = "eof") -> float:
         """End serve as hosts do, from `step` ("eof": end stdin; "term": SIGTERM, serve's stdin
-        already ended or not): 2 s, SIGTERM, 2 s, SIGKILL. Seconds from that step to serve's exit."""
+        already ended or not): a wait, SIGTERM, a wait, SIGKILL (`HARNESS_GRACE` each, where a
+        real host waits 2 s). Seconds from that step to serve's exit."""
         started = time.monotonic()
         if step == "eof":
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            if self.exited_by(started + HOST_GRACE):
+            if self.exited_by(started + HARNESS_GRACE):
                 assert self.exited_at is not None
                 return self.exited_at - started
         self.signal(signal.SIGTERM)
-        if not self.exited_by(time.monotonic() + HOST_GRACE):
+        if not self.exited_by(time.monotonic() + HARNESS_GRACE):
             self.signal(signal.SIGKILL)
             self.exited_by(time.monotonic() + 10)
         assert self.exited_at is not None
@@ -347,7 +354,7 @@ def test_sigterm_during_the_close_that_eof_started(serve: Callable[..., Served],
     served.proc.stdin.close()
     served.wait_for_stderr("closing every downstream server", limit=EOF_EXIT)
     landed = served.signal(signal.SIGTERM)
-    if not served.exited_by(time.monotonic() + HOST_GRACE):
+    if not served.exited_by(time.monotonic() + HARNESS_GRACE):
         served.signal(signal.SIGKILL)
         served.exited_by(time.monotonic() + 10)
     assert served.exited_at is not None
@@ -457,7 +464,7 @@ def test_forwarded_log_messages_put_no_sdk_warning_on_serves_stderr(tmp_path: Pa
     try:
         asyncio.run(main())
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(HOST_GRACE) == 0
+        assert proc.wait(HARNESS_GRACE) == 0
         assert wait_until(lambda: not any(alive(p) for p in started), LEFT_LIMIT)
     finally:
         if proc.poll() is None:
