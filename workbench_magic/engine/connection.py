@@ -267,10 +267,9 @@ class Connection(Requesting, Listening):
             try:
                 await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout + STUCK_AFTER)
             except TimeoutError:
-                policy = self.stop_policy
                 self._report_stuck("connecting")
                 self._abandon()
-                await policy.kill()
+                await self.stop_policy.kill()
                 message = self.failure_message(f"no answer to the handshake within {self.connect_timeout:g} s")
                 self._failed(message)
                 raise ConnectError(message) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import shutil
@@ -261,9 +262,11 @@ async def stdio_transport(
     await anyio.lowlevel.cancel_shielded_checkpoint()
 
 
-_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-"""util-linux's `setpriv`, which sets PR_SET_PDEATHSIG and then runs a command (no Python between
-fork and exec: `preexec_fn` is unsafe with threads)."""
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's `setpriv`, which sets PR_SET_PDEATHSIG and then runs a command (no Python between
+    fork and exec: `preexec_fn` is unsafe with threads); looked up at the first stdio start."""
+    return shutil.which("setpriv") if sys.platform.startswith("linux") else None
 
 
 def _dies_with_us(command: str, args: list[str], env: dict[str, str], cwd: Any) -> list[str]:
@@ -272,7 +275,8 @@ def _dies_with_us(command: str, args: list[str], env: dict[str, str], cwd: Any) 
     SIGKILLed (a host's last word to serve, a kernel restart) before it could stop its servers.
     The command is looked up here as the child's PATH and `cwd` say, so a missing one is the
     same `FileNotFoundError` as without setpriv."""
-    if _SETPRIV is None:
+    setpriv = _setpriv()
+    if setpriv is None:
         return [command, *args]
     if os.sep in command:
         found = command if os.path.isabs(command) else os.path.join(os.fspath(cwd or os.getcwd()), command)
@@ -285,7 +289,7 @@ def _dies_with_us(command: str, args: list[str], env: dict[str, str], cwd: Any) 
         if located is None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
         found = located
-    return [_SETPRIV, "--pdeathsig", "KILL", "--", found, *args]
+    return [setpriv, "--pdeathsig", "KILL", "--", found, *args]
 
 
 def _parse_line(line: str) -> Any:

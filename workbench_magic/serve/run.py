@@ -91,12 +91,7 @@ def serve(
         # Only now, every server closed: a SIGTERM until here was heard and waited for.
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    # Every server is closed: end the process now. Python's own shutdown would add a few tenths
-    # of a second, and wait for the SDK's stdin thread (stdin not a pipe), which nothing unblocks.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    _exit_now(code)  # every server is closed
 
 
 def _all_lazy(workbench: Workbench) -> Callable[[str], bool]:
@@ -127,10 +122,17 @@ def _kill_servers_and_exit(why: str) -> None:
 
     kill_running_servers()
     logger.warning("%s: every downstream server closed (killed: the close ran past %g s)", why, STOP_DEADLINE)
+    _exit_now(0)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process now, its logs and output flushed. Python's own shutdown would add a few
+    tenths of a second, and wait for the SDK's stdin thread (stdin not a pipe), which nothing
+    unblocks."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 class _Stopper:
