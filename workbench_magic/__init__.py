@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     )
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
-    from workbench_magic.vocabulary.portability import SchemaReport
     from workbench_magic.vocabulary.results import ToolResult
+    from workbench_magic.vocabulary.schema_report import SchemaReport
     from workbench_magic.vocabulary.surface import Diff, Snapshot
 
 
@@ -82,7 +82,7 @@ _LAZY = {
     "ChatTurn": "workbench_magic.vocabulary.chat",
     "ContextCost": "workbench_magic.vocabulary.context_cost",
     "EvalReport": "workbench_magic.vocabulary.evaluations",
-    "SchemaReport": "workbench_magic.vocabulary.portability",
+    "SchemaReport": "workbench_magic.vocabulary.schema_report",
     "Snapshot": "workbench_magic.vocabulary.surface",
     "Diff": "workbench_magic.vocabulary.surface",
     "TaskHandle": "workbench_magic.api.tasks",

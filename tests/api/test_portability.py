@@ -21,10 +21,10 @@ from workbench_magic.vocabulary.portability import (
     REJECTED,
     REWRITTEN,
     RULES,
-    SchemaReport,
     judge,
     unportable,
 )
+from workbench_magic.vocabulary.schema_report import SchemaReport
 
 
 def closed(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, cast
 from workbench_magic.api.extras import require_extra
 from workbench_magic.api.facade import Facade
 from workbench_magic.vocabulary.errors import MissingExtraError, UsageError
-from workbench_magic.vocabulary.portability import PROVIDERS, Rule, SchemaReport, Verdict, judge
+from workbench_magic.vocabulary.portability import PROVIDERS, Rule, Verdict, judge
+from workbench_magic.vocabulary.schema_report import SchemaReport
 
 if TYPE_CHECKING:
     from workbench_magic.api.toolsets import ToolsetMethods

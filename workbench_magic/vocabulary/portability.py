@@ -37,10 +37,10 @@ checks, may be dropped). Decisions taken here:
   parts declare different properties and no other keyword twice;
 - ``$ref`` is inlined when it is not recursive; ``type: [X, "null"]`` becomes ``nullable`` (Gemini).
 
-The rules are data (`RULES`, one `Rule` per documented limit, with its source URL) and one walk
-per provider (`judge`). Where pydantic-ai's schema transformers decide strictness (OpenAI), the api
+The rules are data (`provider_rules.RULES`, one `Rule` per documented limit, with its source URL)
+and one walk per provider (`judge`). Where pydantic-ai's schema transformers decide strictness (OpenAI), the api
 layer (api/portability.py) cross-checks a verdict with them. `unportable(old, new)` is what
-the snapshot diff reports. `SchemaReport` is the table of tool by provider.
+the snapshot diff reports. `SchemaReport` (schema_report.py) is the table of tool by provider.
 Plain data: no SDK import, no I/O.
 """
 
@@ -48,17 +48,22 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from workbench_magic.vocabulary.errors import import_pandas
-from workbench_magic.vocabulary.rendering import esc, json_type
+from workbench_magic.vocabulary import provider_rules as rules
+from workbench_magic.vocabulary.provider_rules import (
+    ACCEPTED,
+    MODES,
+    PROVIDERS,
+    REJECTED,
+    REWRITTEN,
+    RULES,
+    Rule,
+)
+from workbench_magic.vocabulary.rendering import json_type
 from workbench_magic.vocabulary.schema_changes import _subject
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = [
     "ACCEPTED",
@@ -69,288 +74,10 @@ __all__ = [
     "RULES",
     "Finding",
     "Rule",
-    "SchemaReport",
     "Verdict",
     "judge",
     "unportable",
 ]
-
-PROVIDERS = ("openai", "anthropic", "gemini")
-"""The providers judged, in the report's column order."""
-
-MODES = {
-    "openai": "strict function calling",
-    "anthropic": "strict tool use",
-    "gemini": "function declarations, OpenAPI subset",
-}
-"""What each provider's column judges."""
-
-ACCEPTED = "accepted"
-REWRITTEN = "rewritten"
-REJECTED = "rejected"
-
-# ---- sources ------------------------------------------------------------------------------------
-OPENAI_SCHEMAS = "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas"
-OPENAI_STRICT = "https://platform.openai.com/docs/guides/function-calling#strict-mode"
-#: pydantic-ai's OpenAI transformer: what it finds strict-incompatible (and why, in its comments).
-PYDANTIC_AI_OPENAI = "https://github.com/pydantic/pydantic-ai/blob/main/pydantic_ai_slim/pydantic_ai/profiles/openai.py"
-#: 400 "schema must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level".
-OPENAI_ROOT_400 = "https://github.com/Lingtai-AI/lingtai-kernel/issues/113"
-#: MCP tools' schemas "that OpenAI's strict mode rejects, e.g. using `default`".
-OPENAI_DEFAULT_400 = "https://github.com/dotnet/extensions/issues/6266"
-#: 400 "In context=('properties', 'tags'), array schema missing items", with or without strict.
-OPENAI_ITEMS_400 = "https://github.com/spring-projects/spring-ai/issues/2561"
-ANTHROPIC_LIMITS = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations"
-ANTHROPIC_STRICT = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use"
-GEMINI_SCHEMA = "https://ai.google.dev/api/caching#Schema"
-GEMINI_DECLARATIONS = "https://ai.google.dev/gemini-api/docs/function-calling#function_declarations"
-#: "Parameter names must start with a letter or an underscore ... a maximum length of 64".
-VERTEX_DECLARATION = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/FunctionDeclaration"
-#: 400 "... parameters.properties: should be non-empty for OBJECT type".
-GEMINI_EMPTY_400 = "https://github.com/agno-agi/agno/issues/2112"
-#: 400 "... type: must be specified when not using one_of, any_of or all_of fields".
-GEMINI_TYPE_400 = "https://github.com/danny-avila/LibreChat/issues/6971"
-#: 400 "Invalid JSON payload received. Unknown name "additionalProperties" ... Cannot find field."
-GEMINI_UNKNOWN_400 = "https://github.com/nanbingxyz/5ire/issues/42"
-#: Annotations (title, description, default, deprecated, readOnly, writeOnly, examples) do not validate.
-JSON_SCHEMA_ANNOTATIONS = "https://json-schema.org/draft/2020-12/json-schema-validation#section-9"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One documented limit of one provider.
-
-    Attributes:
-        provider: ``openai``, ``anthropic`` or ``gemini``.
-        name: short and stable (``all-required``).
-        text: the limit, as the provider states it.
-        source: the URL that states it.
-    """
-
-    provider: str
-    name: str
-    text: str
-    source: str
-
-
-RULES: dict[tuple[str, str], Rule] = {}
-"""Every rule, by (provider, name)."""
-
-
-def _rule(provider: str, name: str, text: str, source: str) -> Rule:
-    rule = Rule(provider, name, text, source)
-    RULES[(provider, name)] = rule
-    return rule
-
-
-# ---- the rules, per provider, each with its source ----------------------------------------------
-_O_ROOT = _rule(
-    "openai",
-    "root-object",
-    "the parameters are an object schema, without oneOf, anyOf, allOf, enum or not at the top level",
-    OPENAI_ROOT_400,  # and OPENAI_SCHEMAS: "Root objects must not be anyOf and must be an object"
-)
-_O_CLOSED = _rule("openai", "closed-objects", "additionalProperties: false must be set on every object", OPENAI_SCHEMAS)
-_O_REQUIRED = _rule(
-    "openai", "all-required", "every property is required (an optional one is a union with null)", OPENAI_SCHEMAS
-)
-_O_ITEMS = _rule("openai", "typed-items", "an array has items with a type (400 even without strict)", OPENAI_ITEMS_400)
-_O_TUPLE = _rule("openai", "no-tuples", "no tuple (prefixItems, or items as a list)", PYDANTIC_AI_OPENAI)
-_O_ONEOF = _rule("openai", "no-oneOf", "anyOf is supported, oneOf is not", OPENAI_SCHEMAS)
-_O_ALLOF = _rule("openai", "no-allOf", "allOf is not among the supported keywords", OPENAI_SCHEMAS)
-_O_KEYWORD = _rule(
-    "openai",
-    "unsupported-keywords",
-    "not supported: patternProperties, unevaluatedProperties, propertyNames, minProperties, maxProperties, "
-    "unevaluatedItems, contains, minContains, maxContains, uniqueItems (nor not, if/then/else, dependencies)",
-    OPENAI_SCHEMAS,
-)
-_O_FORMAT = _rule(
-    "openai",
-    "formats",
-    "string formats: date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid",
-    OPENAI_SCHEMAS,
-)
-_O_PATTERN = _rule("openai", "pattern", "a pattern has no lookaround", PYDANTIC_AI_OPENAI)
-# pydantic-ai's transformer (PYDANTIC_AI_OPENAI) drops it too under strict=True
-_O_DEFAULT = _rule("openai", "no-default", "default is not allowed in strict mode", OPENAI_DEFAULT_400)
-_O_REF = _rule(
-    "openai", "refs", "a $ref points into $defs/definitions or at the root (#); no sibling keywords", PYDANTIC_AI_OPENAI
-)
-_O_LIMITS = _rule(
-    "openai", "limits", "at most 5,000 properties, 10 levels of nesting, 1,000 enum values", OPENAI_SCHEMAS
-)
-
-_A_ROOT = _rule("anthropic", "root-object", "input_schema is an object schema", ANTHROPIC_STRICT)
-_A_CLOSED = _rule("anthropic", "closed-objects", "additionalProperties must be false on every object", ANTHROPIC_LIMITS)
-_A_RECURSION = _rule("anthropic", "no-recursion", "recursive schemas are not supported", ANTHROPIC_LIMITS)
-_A_NUMBERS = _rule(
-    "anthropic",
-    "numeric-constraints",
-    "no numerical constraints (minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf)",
-    ANTHROPIC_LIMITS,
-)
-_A_STRINGS = _rule("anthropic", "string-constraints", "no minLength, maxLength", ANTHROPIC_LIMITS)
-_A_ARRAYS = _rule("anthropic", "array-constraints", "minItems 0 or 1 only; no maxItems, uniqueItems", ANTHROPIC_LIMITS)
-_A_ENUM = _rule("anthropic", "simple-enums", "enum and const hold strings, numbers, booleans or null", ANTHROPIC_LIMITS)
-_A_FORMAT = _rule(
-    "anthropic",
-    "formats",
-    "string formats: date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid",
-    ANTHROPIC_LIMITS,
-)
-_A_PATTERN = _rule(
-    "anthropic", "pattern", "a pattern has no backreferences, lookaround or word boundaries", ANTHROPIC_LIMITS
-)
-_A_ONEOF = _rule("anthropic", "no-oneOf", "anyOf and allOf are supported, oneOf is not", ANTHROPIC_LIMITS)
-_A_ALLOF_REF = _rule("anthropic", "allOf-ref", "allOf with $ref is not supported", ANTHROPIC_LIMITS)
-_A_KEYWORD = _rule(
-    "anthropic",
-    "unsupported-keywords",
-    "not supported: patternProperties, propertyNames, minProperties, maxProperties, contains, not, "
-    "if/then/else, dependencies, unevaluated*, prefixItems",
-    ANTHROPIC_LIMITS,
-)
-_A_OPTIONAL = _rule(
-    "anthropic", "optional-limit", "at most 24 optional parameters across the strict tools", ANTHROPIC_LIMITS
-)
-_A_UNIONS = _rule(
-    "anthropic",
-    "union-limit",
-    "at most 16 parameters with anyOf or a type list across the strict tools",
-    ANTHROPIC_LIMITS,
-)
-
-_G_ROOT = _rule("gemini", "root-object", "parameters describe an object", GEMINI_DECLARATIONS)
-_G_FIELDS = _rule(
-    "gemini",
-    "schema-fields",
-    "a Schema has type, format, title, description, nullable, enum, items, minItems, maxItems, properties, "
-    "required, minProperties, maxProperties, propertyOrdering, minLength, maxLength, pattern, minimum, maximum, "
-    "anyOf, default, example; other keys are 'Unknown name ... Cannot find field'",
-    GEMINI_SCHEMA,  # the 400 each other key gets: GEMINI_UNKNOWN_400
-)
-_G_REF = _rule("gemini", "no-refs", "no $ref or $defs (a Schema is written out in full)", GEMINI_SCHEMA)
-_G_TYPE_LIST = _rule("gemini", "one-type", "type is one type (nullable: true for null)", GEMINI_SCHEMA)
-_G_TYPE = _rule("gemini", "type-required", "type must be specified when not using anyOf", GEMINI_TYPE_400)
-_G_ENUM = _rule("gemini", "string-enums", "enum is a list of strings; there is no const", GEMINI_SCHEMA)
-_G_MAPS = _rule("gemini", "no-maps", "there is no additionalProperties (a map cannot be declared)", GEMINI_SCHEMA)
-_G_EMPTY = _rule("gemini", "non-empty-objects", "an OBJECT has properties (should be non-empty)", GEMINI_EMPTY_400)
-_G_ONEOF = _rule("gemini", "no-oneOf", "anyOf is supported, oneOf is not", GEMINI_SCHEMA)
-_G_ALLOF = _rule("gemini", "no-allOf", "allOf is not a Schema field", GEMINI_SCHEMA)
-_G_EXCLUSIVE = _rule("gemini", "no-exclusive-bounds", "minimum and maximum only, no exclusive bounds", GEMINI_SCHEMA)
-_G_ITEMS = _rule("gemini", "array-items", "an ARRAY has items", GEMINI_SCHEMA)
-_G_TUPLE = _rule("gemini", "no-tuples", "no tuple (prefixItems, or items as a list)", GEMINI_SCHEMA)
-_G_NAMES = _rule(
-    "gemini",
-    "parameter-names",
-    "parameter names start with a letter or _, then letters, digits or _, at most 64",
-    VERTEX_DECLARATION,
-)
-_G_ANNOTATIONS = _rule(
-    "gemini",
-    "annotations",
-    "annotations ($schema, $id, $comment, examples, deprecated, readOnly, writeOnly) validate nothing",
-    JSON_SCHEMA_ANNOTATIONS,
-)
-
-_BOOLEAN = {
-    p: _rule(p, "boolean-schema", "a subschema is an object (true/false schemas are not in the subset)", src)
-    for p, src in (("openai", OPENAI_SCHEMAS), ("anthropic", ANTHROPIC_LIMITS), ("gemini", GEMINI_SCHEMA))
-}
-_EXTERNAL = {
-    p: _rule(p, "local-refs", "only local $refs (#/...)", src)
-    for p, src in (("openai", OPENAI_SCHEMAS), ("anthropic", ANTHROPIC_LIMITS), ("gemini", GEMINI_SCHEMA))
-}
-_RECURSION_INLINE = {
-    p: _rule(p, "no-recursive-pointers", "a recursive $ref that cannot be inlined", src)
-    for p, src in (("openai", PYDANTIC_AI_OPENAI), ("gemini", GEMINI_SCHEMA))
-}
-
-# ---- keyword sets ------------------------------------------------------------------------------
-_OPENAI_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
-_ANTHROPIC_FORMATS = _OPENAI_FORMATS | {"uri"}
-_EVERYWHERE_UNSUPPORTED = (
-    "not",
-    "if",
-    "then",
-    "else",
-    "dependentSchemas",
-    "dependentRequired",
-    "dependencies",
-    "patternProperties",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "additionalItems",
-    "$dynamicRef",
-    "$recursiveRef",
-)
-_OPENAI_UNSUPPORTED = (*_EVERYWHERE_UNSUPPORTED, "minProperties", "maxProperties", "uniqueItems")
-_ANTHROPIC_UNSUPPORTED = (*_EVERYWHERE_UNSUPPORTED, "minProperties", "maxProperties")
-_ANTHROPIC_NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
-_GEMINI_FIELDS = frozenset(
-    {
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "example",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "items",
-        "minimum",
-        "maximum",
-    }
-)
-#: Keywords that validate nothing (JSON Schema annotations, OpenAPI's discriminator): dropping one is lossless.
-_ANNOTATIONS = frozenset(
-    {
-        "$schema",
-        "$id",
-        "$anchor",
-        "$comment",
-        "$vocabulary",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "discriminator",
-        "contentMediaType",
-        "contentEncoding",
-    }
-)
-_TYPE_BEARING = ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const")
-_TYPE_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "object": ("properties", "required", "additionalProperties", "minProperties", "maxProperties", "propertyOrdering"),
-    "array": ("items", "minItems", "maxItems", "uniqueItems", "prefixItems"),
-    "string": ("minLength", "maxLength", "pattern", "format"),
-    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
-    "integer": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
-}
-_GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
-_DEFINITION_REF = re.compile(r"#/(\$defs|definitions)/[^/]+")
-_OPENAI_MAX_PROPERTIES = 5000
-_OPENAI_MAX_DEPTH = 10
-_OPENAI_MAX_ENUM = 1000
-_ANTHROPIC_MAX_OPTIONAL = 24
-_ANTHROPIC_MAX_UNIONS = 16
 
 
 # ---- findings and verdicts ----------------------------------------------------------------------
@@ -517,7 +244,7 @@ class _Walk:
             if isinstance(target, dict):
                 self.rewrite(self._ref_rule(), "", f"inlined the root $ref {ref!r}")
                 schema = {**target, **schema}
-        root_rule = {"openai": _O_ROOT, "anthropic": _A_ROOT, "gemini": _G_ROOT}[self.p]
+        root_rule = {"openai": rules.O_ROOT, "anthropic": rules.A_ROOT, "gemini": rules.G_ROOT}[self.p]
         if schema.get("type") != "object":
             shown = schema.get("type") or next((k for k in ("anyOf", "oneOf", "allOf") if k in schema), "no type")
             self.reject(root_rule, "", f"the parameters must be an object schema, not {_show(shown)}")
@@ -525,21 +252,21 @@ class _Walk:
             # allOf at the top is merged below when it can be (else rejected there)
             for key in ("oneOf", "anyOf", "enum", "not"):
                 if key in schema:
-                    self.reject(_O_ROOT, "", f"{key} at the top level")
+                    self.reject(rules.O_ROOT, "", f"{key} at the top level")
         sent = self.node(schema, "", root=True)
         if not isinstance(sent, dict):
             return None
         if self.p == "gemini":
             if definitions:
-                self.rewrite(_G_REF, "", f"dropped {' and '.join(definitions)} (each $ref written out)")
+                self.rewrite(rules.G_REF, "", f"dropped {' and '.join(definitions)} (each $ref written out)")
             if not sent.get("properties") and sent.get("type") == "object":
-                self.rewrite(_G_EMPTY, "", "no parameters declared: the tool takes no arguments")
+                self.rewrite(rules.G_EMPTY, "", "no parameters declared: the tool takes no arguments")
                 return None
             return sent
         if self.defs:
             kept: dict[str, dict[str, Any]] = {}
             for ref, walked in self.defs.items():
-                match = _DEFINITION_REF.fullmatch(ref)
+                match = rules.DEFINITION_REF.fullmatch(ref)
                 if match:
                     container, name = match.group(1), _unescape(ref.split("/", 2)[2])
                     kept.setdefault(container, {})[name] = walked
@@ -547,28 +274,32 @@ class _Walk:
         if self.p == "openai":
             self._limits()
         if self.p == "anthropic":
-            if self.optional > _ANTHROPIC_MAX_OPTIONAL:
-                self.reject(_A_OPTIONAL, "", f"{self.optional} optional parameters (at most {_ANTHROPIC_MAX_OPTIONAL})")
-            if self.unions > _ANTHROPIC_MAX_UNIONS:
-                self.reject(_A_UNIONS, "", f"{self.unions} parameters with anyOf or a type list (at most 16)")
+            if self.optional > rules.ANTHROPIC_MAX_OPTIONAL:
+                self.reject(
+                    rules.A_OPTIONAL,
+                    "",
+                    f"{self.optional} optional parameters (at most {rules.ANTHROPIC_MAX_OPTIONAL})",
+                )
+            if self.unions > rules.ANTHROPIC_MAX_UNIONS:
+                self.reject(rules.A_UNIONS, "", f"{self.unions} parameters with anyOf or a type list (at most 16)")
         return sent
 
     def _limits(self) -> None:
-        if self.properties > _OPENAI_MAX_PROPERTIES:
-            self.reject(_O_LIMITS, "", f"{self.properties} properties (at most {_OPENAI_MAX_PROPERTIES})")
-        if self.depth > _OPENAI_MAX_DEPTH:
-            self.reject(_O_LIMITS, "", f"{self.depth} levels of nesting (at most {_OPENAI_MAX_DEPTH})")
-        if self.enums > _OPENAI_MAX_ENUM:
-            self.reject(_O_LIMITS, "", f"{self.enums} enum values (at most {_OPENAI_MAX_ENUM})")
+        if self.properties > rules.OPENAI_MAX_PROPERTIES:
+            self.reject(rules.O_LIMITS, "", f"{self.properties} properties (at most {rules.OPENAI_MAX_PROPERTIES})")
+        if self.depth > rules.OPENAI_MAX_DEPTH:
+            self.reject(rules.O_LIMITS, "", f"{self.depth} levels of nesting (at most {rules.OPENAI_MAX_DEPTH})")
+        if self.enums > rules.OPENAI_MAX_ENUM:
+            self.reject(rules.O_LIMITS, "", f"{self.enums} enum values (at most {rules.OPENAI_MAX_ENUM})")
 
     # ---- references ----
     def _ref_rule(self) -> Rule:
-        return {"openai": _O_REF, "anthropic": _A_ALLOF_REF, "gemini": _G_REF}[self.p]
+        return {"openai": rules.O_REF, "anthropic": rules.A_ALLOF_REF, "gemini": rules.G_REF}[self.p]
 
     def resolve(self, ref: str, path: str) -> Any:
         """What a local `$ref` points to in the whole schema (None, with a reason, when it cannot)."""
         if not ref.startswith("#"):
-            self.reject(self.rule(_EXTERNAL), path, f"$ref {ref!r} is not local")
+            self.reject(self.rule(rules.EXTERNAL), path, f"$ref {ref!r} is not local")
             return None
         node: Any = self.top
         if ref not in ("#", "#/"):
@@ -579,7 +310,7 @@ class _Walk:
                 elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
                     node = node[int(part)]
                 else:
-                    self.reject(self.rule(_EXTERNAL), path, f"$ref {ref!r} points to nothing")
+                    self.reject(self.rule(rules.EXTERNAL), path, f"$ref {ref!r} points to nothing")
                     return None
         return node
 
@@ -588,16 +319,16 @@ class _Walk:
         ref = schema["$ref"]
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
         if not isinstance(ref, str):
-            self.reject(self.rule(_EXTERNAL), path, "$ref is not a string")
+            self.reject(self.rule(rules.EXTERNAL), path, "$ref is not a string")
             return schema
-        keep = (self.p == "openai" and (ref == "#" or _DEFINITION_REF.fullmatch(ref) is not None)) or (
+        keep = (self.p == "openai" and (ref == "#" or rules.DEFINITION_REF.fullmatch(ref) is not None)) or (
             self.p == "anthropic" and ref.startswith("#")
         )
         recursive = ref in self.stack or (ref == "#")
         if keep:
             if recursive:
                 if self.p == "anthropic":
-                    self.reject(_A_RECURSION, path, f"recursive $ref {ref!r}")
+                    self.reject(rules.A_RECURSION, path, f"recursive $ref {ref!r}")
                 return self._with_siblings({"$ref": ref}, siblings, path, depth)
             if ref not in self.defs:
                 target = self.resolve(ref, path)
@@ -609,14 +340,14 @@ class _Walk:
                 self.stack.pop()
             return self._with_siblings({"$ref": ref}, siblings, path, depth)
         if recursive:
-            self.reject(self.rule(_RECURSION_INLINE), path, f"recursive $ref {ref!r} cannot be written out")
+            self.reject(self.rule(rules.RECURSION_INLINE), path, f"recursive $ref {ref!r} cannot be written out")
             return schema
         target = self.resolve(ref, path)
         if target is None:
             return schema
         if isinstance(target, bool):
             return self.node(target, path, depth=depth)
-        self.rewrite(self._ref_rule() if self.p != "anthropic" else _A_ALLOF_REF, path, f"inlined $ref {ref!r}")
+        self.rewrite(self._ref_rule() if self.p != "anthropic" else rules.A_ALLOF_REF, path, f"inlined $ref {ref!r}")
         self.stack.append(ref)
         merged = self.node({**target, **siblings}, path, depth=depth)
         self.stack.pop()
@@ -629,7 +360,7 @@ class _Walk:
         walked = walked if isinstance(walked, dict) else {}
         if self.p == "openai" and walked:
             # strict mode takes no keyword beside a $ref, but takes them beside an anyOf around it
-            self.rewrite(_O_REF, path, "moved a $ref with sibling keywords into an anyOf")
+            self.rewrite(rules.O_REF, path, "moved a $ref with sibling keywords into an anyOf")
             return {**walked, "anyOf": [kept]}
         return {**kept, **walked}
 
@@ -637,10 +368,10 @@ class _Walk:
     def node(self, schema: Any, path: str, *, depth: int = 0, root: bool = False, partial: bool = False) -> Any:
         """The schema to send for `schema` at `path` (findings added on the way)."""
         if isinstance(schema, bool):
-            self.reject(self.rule(_BOOLEAN), path, f"a boolean schema ({json.dumps(schema)})")
+            self.reject(self.rule(rules.BOOLEAN), path, f"a boolean schema ({json.dumps(schema)})")
             return schema
         if not isinstance(schema, dict):
-            self.reject(self.rule(_BOOLEAN), path, f"a schema that is not an object ({json_type(schema)})")
+            self.reject(self.rule(rules.BOOLEAN), path, f"a schema that is not an object ({json_type(schema)})")
             return schema
         if "$ref" in schema:
             return self.ref(schema, path, depth)
@@ -659,15 +390,15 @@ class _Walk:
         if "array" in types or (not types and "items" in s):
             s = self._array(s, path, depth)
         if self.p == "gemini" and not partial and "type" not in s and "anyOf" not in s:
-            self.reject(_G_TYPE, path, "no type")
+            self.reject(rules.G_TYPE, path, "no type")
         return s
 
     def _gemini_shape(self, s: dict[str, Any], path: str) -> dict[str, Any]:
         """Gemini's lossless rewrites of one schema: annotations dropped, type lists, const, bounds."""
-        dropped = sorted(k for k in s if k in _ANNOTATIONS)
+        dropped = sorted(k for k in s if k in rules.ANNOTATIONS)
         if dropped:
-            self.rewrite(_G_ANNOTATIONS, path, f"dropped annotation {', '.join(dropped)}")
-            s = {k: v for k, v in s.items() if k not in _ANNOTATIONS}
+            self.rewrite(rules.G_ANNOTATIONS, path, f"dropped annotation {', '.join(dropped)}")
+            s = {k: v for k, v in s.items() if k not in rules.ANNOTATIONS}
         types = s.get("type")
         if isinstance(types, list):
             names = [t for t in types if isinstance(t, str)]
@@ -676,41 +407,41 @@ class _Walk:
                 s["type"] = rest[0]
                 if "null" in names:
                     s["nullable"] = True
-                    self.rewrite(_G_TYPE_LIST, path, f"type {_show(types)} as nullable {rest[0]}")
+                    self.rewrite(rules.G_TYPE_LIST, path, f"type {_show(types)} as nullable {rest[0]}")
                 else:
-                    self.rewrite(_G_TYPE_LIST, path, f"type {_show(types)} as {rest[0]}")
+                    self.rewrite(rules.G_TYPE_LIST, path, f"type {_show(types)} as {rest[0]}")
             elif rest and "anyOf" not in s:
-                self.rewrite(_G_TYPE_LIST, path, f"type {_show(types)} as anyOf")
+                self.rewrite(rules.G_TYPE_LIST, path, f"type {_show(types)} as anyOf")
                 branches = []
                 for t in rest:
-                    moved = {k: s.pop(k) for k in _TYPE_KEYWORDS.get(t, ()) if k in s}
+                    moved = {k: s.pop(k) for k in rules.TYPE_KEYWORDS.get(t, ()) if k in s}
                     branches.append({"type": t, **moved})
                 del s["type"]
                 s["anyOf"] = branches
                 if "null" in names:
                     s["nullable"] = True
             else:
-                self.reject(_G_TYPE_LIST, path, f"type {_show(types)}")
+                self.reject(rules.G_TYPE_LIST, path, f"type {_show(types)}")
         if "const" in s:
             const = s.pop("const")
             if isinstance(const, str):
-                self.rewrite(_G_ENUM, path, f"const {_show(const)} as a one-value enum")
+                self.rewrite(rules.G_ENUM, path, f"const {_show(const)} as a one-value enum")
                 s["enum"] = [const]
             else:
-                self.reject(_G_ENUM, path, f"const {_show(const)} is not a string")
+                self.reject(rules.G_ENUM, path, f"const {_show(const)} is not a string")
         enum = s.get("enum")
         if isinstance(enum, list):
             if not all(isinstance(v, str) for v in enum):
-                self.reject(_G_ENUM, path, f"enum of {', '.join(sorted({json_type(v) for v in enum}))} values")
+                self.reject(rules.G_ENUM, path, f"enum of {', '.join(sorted({json_type(v) for v in enum}))} values")
             elif "type" not in s and "anyOf" not in s:
-                self.rewrite(_G_ENUM, path, "type string added to a string enum")
+                self.rewrite(rules.G_ENUM, path, "type string added to a string enum")
                 s["type"] = "string"
         for key in ("exclusiveMinimum", "exclusiveMaximum"):
             if key in s:
                 s = self._exclusive(s, key, path)
         if s.get("additionalProperties") is False:
             del s["additionalProperties"]
-            self.rewrite(_G_MAPS, path, "dropped additionalProperties: false (a Schema holds only its properties)")
+            self.rewrite(rules.G_MAPS, path, "dropped additionalProperties: false (a Schema holds only its properties)")
         return s
 
     def _exclusive(self, s: dict[str, Any], key: str, path: str) -> dict[str, Any]:
@@ -724,20 +455,20 @@ class _Walk:
                 return s  # false: the bound was inclusive all along
             del s[bound]
         if s.get("type") != "integer" or not _is_number(value):
-            self.reject(_G_EXCLUSIVE, path, f"{key} {_show(value)} on {_show(s.get('type', 'no type'))}")
+            self.reject(rules.G_EXCLUSIVE, path, f"{key} {_show(value)} on {_show(s.get('type', 'no type'))}")
             return s
         inclusive = math.floor(value) + 1 if lower else math.ceil(value) - 1
         current = s.get(bound)
         if _is_number(current):
             inclusive = max(inclusive, current) if lower else min(inclusive, current)
         s[bound] = inclusive
-        self.rewrite(_G_EXCLUSIVE, path, f"{key} {_show(value)} as {bound} {inclusive} (integers)")
+        self.rewrite(rules.G_EXCLUSIVE, path, f"{key} {_show(value)} as {bound} {inclusive} (integers)")
         return s
 
     def _combinations(self, s: dict[str, Any], path: str, depth: int) -> dict[str, Any]:
         """oneOf as anyOf when its branches are disjoint; allOf merged when it can be (per provider)."""
         if "oneOf" in s:
-            rule = {"openai": _O_ONEOF, "anthropic": _A_ONEOF, "gemini": _G_ONEOF}[self.p]
+            rule = {"openai": rules.O_ONEOF, "anthropic": rules.A_ONEOF, "gemini": rules.G_ONEOF}[self.p]
             branches = [self._resolved(b) for b in _list(s["oneOf"])]
             if "anyOf" not in s and _disjoint(branches):
                 self.rewrite(rule, path, "oneOf as anyOf (its branches are disjoint)")
@@ -748,7 +479,7 @@ class _Walk:
         if "allOf" in s:
             members = [self._resolved(m) for m in _list(s["allOf"])]
             merged = _merge_all_of(s, members)
-            rule = {"openai": _O_ALLOF, "anthropic": _A_ALLOF_REF, "gemini": _G_ALLOF}[self.p]
+            rule = {"openai": rules.O_ALLOF, "anthropic": rules.A_ALLOF_REF, "gemini": rules.G_ALLOF}[self.p]
             if merged is not None:
                 self.rewrite(rule, path, "allOf merged into one schema")
                 return self._gemini_shape(merged, path) if self.p == "gemini" else merged
@@ -759,10 +490,12 @@ class _Walk:
                 _type_names(m.get("type")) == ["object"] or "properties" in m for m in members if isinstance(m, dict)
             ):
                 # each part closed on its own would refuse the others' properties
-                self.reject(_A_CLOSED, path, "allOf of objects that cannot be merged (closing each part breaks it)")
+                self.reject(
+                    rules.A_CLOSED, path, "allOf of objects that cannot be merged (closing each part breaks it)"
+                )
                 s.pop("allOf")
             elif any(isinstance(m, dict) and "$ref" in m for m in _list(s["allOf"])):
-                self.rewrite(_A_ALLOF_REF, path, "allOf parts behind $ref written out")
+                self.rewrite(rules.A_ALLOF_REF, path, "allOf parts behind $ref written out")
                 s["allOf"] = members
         return s
 
@@ -786,52 +519,54 @@ class _Walk:
     def _keywords(self, s: dict[str, Any], path: str, *, root: bool) -> None:
         """The keywords a provider does not take, and the rules on formats, patterns, enums, bounds."""
         if self.p == "openai":
-            for key in _OPENAI_UNSUPPORTED:
+            for key in rules.OPENAI_UNSUPPORTED:
                 if key in s:
-                    self.reject(_O_KEYWORD, path, f"{key} is not supported")
+                    self.reject(rules.O_KEYWORD, path, f"{key} is not supported")
             fmt = s.get("format")
-            if fmt is not None and (not isinstance(fmt, str) or fmt not in _OPENAI_FORMATS):
-                self.reject(_O_FORMAT, path, f"format {_show(fmt)} is not supported")
+            if fmt is not None and (not isinstance(fmt, str) or fmt not in rules.OPENAI_FORMATS):
+                self.reject(rules.O_FORMAT, path, f"format {_show(fmt)} is not supported")
             pattern = s.get("pattern")
-            if isinstance(pattern, str) and any(t in pattern for t in _LOOKAROUND):
-                self.reject(_O_PATTERN, path, f"pattern {_show(pattern)} has a lookaround")
+            if isinstance(pattern, str) and any(t in pattern for t in rules.LOOKAROUND):
+                self.reject(rules.O_PATTERN, path, f"pattern {_show(pattern)} has a lookaround")
             if "default" in s:
                 del s["default"]
-                self.rewrite(_O_DEFAULT, path, "dropped default (every argument is sent in strict mode)")
+                self.rewrite(rules.O_DEFAULT, path, "dropped default (every argument is sent in strict mode)")
             if isinstance(s.get("enum"), list):
                 self.enums += len(s["enum"])
         elif self.p == "anthropic":
-            for key in _ANTHROPIC_UNSUPPORTED:
+            for key in rules.ANTHROPIC_UNSUPPORTED:
                 if key in s:
-                    self.reject(_A_KEYWORD, path, f"{key} is not supported")
-            numbers = [k for k in _ANTHROPIC_NUMBERS if k in s]
+                    self.reject(rules.A_KEYWORD, path, f"{key} is not supported")
+            numbers = [k for k in rules.ANTHROPIC_NUMBERS if k in s]
             if numbers:
-                self.reject(_A_NUMBERS, path, f"{', '.join(numbers)} not supported")
+                self.reject(rules.A_NUMBERS, path, f"{', '.join(numbers)} not supported")
             strings = [k for k in ("minLength", "maxLength") if k in s]
             if strings:
-                self.reject(_A_STRINGS, path, f"{', '.join(strings)} not supported")
+                self.reject(rules.A_STRINGS, path, f"{', '.join(strings)} not supported")
             arrays: list[str] = [k for k in ("maxItems", "uniqueItems") if k in s]
             if s.get("minItems", 0) not in (0, 1):
                 arrays.insert(0, f"minItems {_show(s['minItems'])}")
             if arrays:
-                self.reject(_A_ARRAYS, path, f"{', '.join(arrays)} not supported")
+                self.reject(rules.A_ARRAYS, path, f"{', '.join(arrays)} not supported")
             fmt = s.get("format")
-            if fmt is not None and (not isinstance(fmt, str) or fmt not in _ANTHROPIC_FORMATS):
-                self.reject(_A_FORMAT, path, f"format {_show(fmt)} is not supported")
+            if fmt is not None and (not isinstance(fmt, str) or fmt not in rules.ANTHROPIC_FORMATS):
+                self.reject(rules.A_FORMAT, path, f"format {_show(fmt)} is not supported")
             pattern = s.get("pattern")
             if isinstance(pattern, str) and _anthropic_pattern_problem(pattern):
-                self.reject(_A_PATTERN, path, f"pattern {_show(pattern)} has {_anthropic_pattern_problem(pattern)}")
+                self.reject(
+                    rules.A_PATTERN, path, f"pattern {_show(pattern)} has {_anthropic_pattern_problem(pattern)}"
+                )
             values = [*_list(s.get("enum")), *([s["const"]] if "const" in s else [])]
             if any(isinstance(v, dict | list) for v in values):
-                self.reject(_A_ENUM, path, "enum or const with an object or array value")
+                self.reject(rules.A_ENUM, path, "enum or const with an object or array value")
         else:
             handled = ("$defs", "definitions", "additionalProperties", "prefixItems")  # by the rules on objects, arrays
-            for key in sorted(k for k in s if k not in _GEMINI_FIELDS and k not in handled):
-                self.reject(_G_FIELDS, path, f"unknown field {key!r} (not in Gemini's Schema)")
+            for key in sorted(k for k in s if k not in rules.GEMINI_FIELDS and k not in handled):
+                self.reject(rules.G_FIELDS, path, f"unknown field {key!r} (not in Gemini's Schema)")
             if root:
                 for name in _mapping(s.get("properties")):
-                    if not _GEMINI_NAME.fullmatch(name):
-                        self.reject(_G_NAMES, "", f"parameter name {name!r}")
+                    if not rules.GEMINI_NAME.fullmatch(name):
+                        self.reject(rules.G_NAMES, "", f"parameter name {name!r}")
 
     def _object(self, s: dict[str, Any], path: str, depth: int, *, root: bool) -> dict[str, Any]:
         properties = _mapping(s.get("properties"))
@@ -845,14 +580,14 @@ class _Walk:
             if name not in required:
                 self.optional += 1
                 if self.p == "openai":
-                    self.reject(_O_REQUIRED, where, "is optional (strict mode requires every property)")
+                    self.reject(rules.O_REQUIRED, where, "is optional (strict mode requires every property)")
             if isinstance(sub, dict) and (isinstance(sub.get("type"), list) or "anyOf" in sub):
                 self.unions += 1
         if "properties" in s:
             s["properties"] = walked
         extra = s.get("additionalProperties", None)
         if self.p in ("openai", "anthropic"):
-            closed = _O_CLOSED if self.p == "openai" else _A_CLOSED
+            closed = rules.O_CLOSED if self.p == "openai" else rules.A_CLOSED
             if extra is False:
                 pass
             elif extra is None and (properties or root):
@@ -867,28 +602,28 @@ class _Walk:
                 s.setdefault("required", [])
         else:
             if extra is not None:
-                self.reject(_G_MAPS, path, f"a map (additionalProperties {_show(extra)})")
+                self.reject(rules.G_MAPS, path, f"a map (additionalProperties {_show(extra)})")
             elif not properties and not root:
-                self.reject(_G_EMPTY, path, "an object without properties")
+                self.reject(rules.G_EMPTY, path, "an object without properties")
         return s
 
     def _array(self, s: dict[str, Any], path: str, depth: int) -> dict[str, Any]:
         items = s.get("items")
         where = f"{path}[]"
         if isinstance(items, list) or "prefixItems" in s:
-            rule = {"openai": _O_TUPLE, "anthropic": _A_KEYWORD, "gemini": _G_TUPLE}[self.p]
+            rule = {"openai": rules.O_TUPLE, "anthropic": rules.A_KEYWORD, "gemini": rules.G_TUPLE}[self.p]
             self.reject(rule, path, "a tuple (prefixItems, or items as a list)")
             return s
         if items is None:
             if self.p == "openai":
-                self.reject(_O_ITEMS, path, "an array without items")
+                self.reject(rules.O_ITEMS, path, "an array without items")
             elif self.p == "gemini":
-                self.reject(_G_ITEMS, path, "an array without items")
+                self.reject(rules.G_ITEMS, path, "an array without items")
             return s
         if self.p == "openai" and not (
-            isinstance(items, dict) and any(k in self._resolved(items) for k in _TYPE_BEARING)
+            isinstance(items, dict) and any(k in self._resolved(items) for k in rules.TYPE_BEARING)
         ):
-            self.reject(_O_ITEMS, path, "an array whose items have no type")
+            self.reject(rules.O_ITEMS, path, "an array whose items have no type")
         s["items"] = self.node(items, where, depth=depth)
         return s
 
@@ -995,7 +730,7 @@ def _anthropic_pattern_problem(pattern: str) -> str | None:
             continue
         if char == "\\":
             escaped = True
-        elif pattern.startswith(_LOOKAROUND, i):
+        elif pattern.startswith(rules.LOOKAROUND, i):
             return "a lookaround"
     return None
 
@@ -1027,200 +762,3 @@ def _is_number(value: Any) -> bool:
 def _show(value: Any) -> str:
     text = f"'{value}'" if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:59] + "…"
-
-
-# ---- the report ---------------------------------------------------------------------------------
-_MARK = {ACCEPTED: "accepted", REWRITTEN: "rewritten", REJECTED: "REJECTED"}
-_STYLE = {
-    ACCEPTED: "background:#e8f5e9;color:#1b5e20",
-    REWRITTEN: "background:#fff8e1;color:#8d6e00",
-    REJECTED: "background:#fdecee;color:#b00020",
-}
-
-
-class SchemaReport:
-    """Whether each provider accepts each tool's input schema: a table of tool by provider.
-
-    Each cell is a `Verdict`: accepted as it is, accepted after lossless rewrites (named), or
-    rejected with every reason (each naming the argument and the provider's rule; the rule's
-    `source` is the documentation that states it). `wb.check_schemas(target)` makes one.
-
-    Args:
-        verdicts: per tool (its identifier), the verdict of each provider.
-        providers: the providers judged, in column order.
-        target: what was checked (a toolbox, ``toolbox/server``, a list of tools).
-
-    Example:
-        ```python
-        report = wb.check_schemas("demo")
-        report.rejected  # [(identifier, provider, reasons), ...]
-        report["demo/datasets/query"]["gemini"].rewrites
-        report.to_pandas().pivot(index="tool", columns="provider", values="status")
-        ```
-    """
-
-    def __init__(
-        self,
-        verdicts: Iterable[tuple[str, Mapping[str, Verdict]]],
-        providers: Sequence[str] = PROVIDERS,
-        *,
-        target: str = "",
-    ) -> None:
-        self.providers: tuple[str, ...] = tuple(providers)
-        self.target = target
-        self._rows: dict[str, dict[str, Verdict]] = {tool: dict(cells) for tool, cells in verdicts}
-
-    # ---- reading ----
-    @property
-    def tools(self) -> list[str]:
-        """The tools checked (identifiers), in the order given."""
-        return list(self._rows)
-
-    def __getitem__(self, tool: str) -> dict[str, Verdict]:
-        """The verdicts of one tool, by provider (a copy)."""
-        return dict(self._rows[tool])
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    @property
-    def rejected(self) -> list[tuple[str, str, tuple[str, ...]]]:
-        """Every rejection: ``(identifier, provider, reasons)``, by tool then provider."""
-        return [
-            (tool, p, cells[p].reasons)
-            for tool, cells in self._rows.items()
-            for p in self.providers
-            if p in cells and cells[p].status == REJECTED
-        ]
-
-    @property
-    def rewritten(self) -> list[tuple[str, str, tuple[str, ...]]]:
-        """Every cell accepted after lossless rewrites: ``(identifier, provider, rewrites)``."""
-        return [
-            (tool, p, cells[p].rewrites)
-            for tool, cells in self._rows.items()
-            for p in self.providers
-            if p in cells and cells[p].status == REWRITTEN
-        ]
-
-    def counts(self, provider: str) -> dict[str, int]:
-        """How many tools `provider` accepted, accepted rewritten, and rejected."""
-        counts = {ACCEPTED: 0, REWRITTEN: 0, REJECTED: 0}
-        for cells in self._rows.values():
-            if provider in cells:
-                counts[cells[provider].status] += 1
-        return counts
-
-    @property
-    def notes(self) -> list[str]:
-        """What holds for the tools together rather than each (Anthropic's limits per request)."""
-        if "anthropic" not in self.providers:
-            return []
-        strict = [cells["anthropic"] for cells in self._rows.values() if "anthropic" in cells]
-        strict = [v for v in strict if v.ok]
-        notes = []
-        if len(strict) > 20:
-            notes.append(f"anthropic: {len(strict)} tools could be strict; a request takes at most 20 strict tools")
-        optional = sum(v.optional for v in strict)
-        if optional > _ANTHROPIC_MAX_OPTIONAL:
-            notes.append(
-                f"anthropic: {optional} optional parameters across those tools; a request takes at most "
-                f"{_ANTHROPIC_MAX_OPTIONAL} in its strict tools"
-            )
-        unions = sum(v.unions for v in strict)
-        if unions > _ANTHROPIC_MAX_UNIONS:
-            notes.append(
-                f"anthropic: {unions} parameters with anyOf or a type list across those tools; a request takes "
-                f"at most {_ANTHROPIC_MAX_UNIONS}"
-            )
-        return notes
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per tool and provider: ``tool``, ``provider``, ``status``, ``rewrites``, ``reasons``.
-
-        Needs the `pandas` extra. `.pivot(index="tool", columns="provider", values="status")` gives
-        the table of tool by provider.
-
-        Returns:
-            A DataFrame (the lists of rewrites and reasons joined with ``"; "``).
-
-        Raises:
-            MissingExtraError: pandas is not installed.
-        """
-        pd = import_pandas("SchemaReport.to_pandas()")
-        rows = [
-            {
-                "tool": tool,
-                "provider": p,
-                "status": cells[p].status,
-                "rewrites": "; ".join(cells[p].rewrites),
-                "reasons": "; ".join(cells[p].reasons),
-            }
-            for tool, cells in self._rows.items()
-            for p in self.providers
-            if p in cells
-        ]
-        return pd.DataFrame(rows, columns=["tool", "provider", "status", "rewrites", "reasons"])
-
-    # ---- rendering ----
-    def _summary(self) -> str:
-        of = f" of {self.target}" if self.target else ""
-        n = len(self._rows)
-        rejected = ", ".join(f"{p} {self.counts(p)[REJECTED]}" for p in self.providers)
-        return f"Schema report{of}: {n} tool{'' if n == 1 else 's'}; rejected by {rejected}"
-
-    def __repr__(self) -> str:
-        lines = [self._summary()]
-        if not self._rows:
-            return lines[0]
-        width = max(len("tool"), *(len(t) for t in self._rows))
-        cols = [max(len(p), 9) for p in self.providers]
-        head = "  ".join(f"{p:<{w}}" for p, w in zip(self.providers, cols, strict=True))
-        lines.append(f"{'tool':<{width}}  {head}".rstrip())
-        for tool, cells in self._rows.items():
-            marks = [_MARK[cells[p].status] if p in cells else "-" for p in self.providers]
-            shown = "  ".join(f"{mark:<{w}}" for mark, w in zip(marks, cols, strict=True))
-            lines.append(f"{tool:<{width}}  {shown}".rstrip())
-        if self.rejected:
-            lines.append("Rejected:")
-            for tool, provider, reasons in self.rejected:
-                lines.append(f"  {tool} [{provider}]")
-                lines.extend(f"    - {reason}" for reason in reasons)
-        if self.rewritten:
-            lines.append("Rewritten (lossless):")
-            for tool, provider, rewrites in self.rewritten:
-                lines.append(f"  {tool} [{provider}]: {'; '.join(rewrites)}")
-        lines.extend(f"Note: {note}" for note in self.notes)
-        return "\n".join(lines)
-
-    __str__ = __repr__
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self) if not cycle else "SchemaReport(...)")
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{esc(p)}<br><small>{esc(MODES.get(p, ''))}</small></th>" for p in self.providers)
-        rows = []
-        for tool, cells in self._rows.items():
-            tds = "".join(_html_cell(cells.get(p)) for p in self.providers)
-            rows.append(f"<tr><td><code>{esc(tool)}</code></td>{tds}</tr>")
-        notes = "".join(f"<p><small>{esc(note)}</small></p>" for note in self.notes)
-        table = (
-            f"<table><thead><tr><th>tool</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else ""
-        )
-        return f"<div><b>{esc(self._summary())}</b>{table}{notes}</div>"
-
-
-def _html_cell(verdict: Verdict | None) -> str:
-    if verdict is None:
-        return "<td></td>"
-    items = [f for f in verdict.findings if (not f.rewrite) == (verdict.status == REJECTED)]
-    listed = "".join(
-        f"<li>{esc(str(f))} <a href='{esc(f.rule.source)}' title='{esc(f.rule.text)}' target='_blank'>[rule]</a></li>"
-        for f in items
-    )
-    details = f"<ul style='margin:0;padding-left:1.2em'>{listed}</ul>" if listed else ""
-    return f"<td style='{_STYLE[verdict.status]};vertical-align:top'><b>{esc(verdict.status)}</b>{details}</td>"

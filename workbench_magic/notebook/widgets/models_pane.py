@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from workbench_magic.engine.runtime import Channel
     from workbench_magic.vocabulary.context_cost import ContextCost
     from workbench_magic.vocabulary.evaluations import EvalReport
-    from workbench_magic.vocabulary.portability import SchemaReport
+    from workbench_magic.vocabulary.schema_report import SchemaReport
 
 T = TypeVar("T")
 Outcome = tuple[T | None, str | None]
