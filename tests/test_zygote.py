@@ -99,7 +99,14 @@ def script(tmp_path: Path, source: str, name: str = "server.py") -> Path:
     return path
 
 
+#: PYTHON* variables a launcher passes to a forked server (launch.py's `_FORK_SAFE`): any other one
+#: (a PYTHONPATH the person running the tests set, say) makes it start python itself.
+FORK_SAFE = {"PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONBREAKPOINT"}
+
+
 def launch(sock: str, path: Path, *args: str, **popen: Any) -> subprocess.Popen[str]:
+    """The launcher on `sock` running `path`, in this environment less what would keep it from forking."""
+    popen.setdefault("env", {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k in FORK_SAFE})
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([PYTHON, str(LAUNCH), sock, str(path), *args], text=True, **popen)
