@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 
 npm: $(NPM_STAMP)
 $(NPM_STAMP): tests/servers/package-lock.json
-	cd tests/servers && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/servers && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
 	touch $@
 
 ## make lab: JupyterLab on the quickstart notebook, with the embedded demo toolbox

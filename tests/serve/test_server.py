@@ -20,7 +20,7 @@ from conftest import NODE_MODULES, children, free_port, npm_server, python_comma
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-INSPECTOR = NODE_MODULES / "inspector" / "cli" / "build" / "cli.js"
+INSPECTOR = NODE_MODULES / "inspector-cli" / "build" / "cli.js"
 RESEARCH_STAGES = ["Gathering sources...", "Analyzing content...", "Synthesizing findings...", "Generating report..."]
 """The status messages of server-everything's `simulate-research-query` task, in order."""
 
