@@ -174,17 +174,21 @@ def test_an_owner_stuck_past_the_handshake_deadline_fails_the_open_and_says_wher
     from workbench_magic.engine import connection
 
     release = threading.Event()
-    refresh = connection.Connection._refresh_tools
+    discover = connection.discover
 
-    async def stuck_refresh(self: connection.Connection) -> None:
+    # stuck at the connection's first request (2026-07-28: `server/discover`), which it reaches as
+    # soon as the process is spawned: a loaded machine's slow server start cannot miss the
+    # deadline before the defect is reached
+    async def stuck_discover(client: object) -> None:
         with anyio.CancelScope(shield=True):
             while not release.is_set():
                 await anyio.sleep(0.05)
-        await refresh(self)
+        await discover(client)
 
-    wb = make_workbench({"toolboxes": {"warm": toolbox({"ok": stdio_server()}), "t": toolbox({"s": stdio_server()})}})
+    modern = stdio_server(protocol="2026-07-28")
+    wb = make_workbench({"toolboxes": {"warm": toolbox({"ok": stdio_server()}), "t": toolbox({"s": modern})}})
     wb.open("warm")  # the SDK import is not part of the deadline
-    monkeypatch.setattr(connection.Connection, "_refresh_tools", stuck_refresh)
+    monkeypatch.setattr(connection, "discover", stuck_discover)
     monkeypatch.setattr(connection, "STUCK_AFTER", 0.5)
     wb.connect_timeout = 3
     outcome: list[BaseException | object] = []
@@ -206,7 +210,7 @@ def test_an_owner_stuck_past_the_handshake_deadline_fails_the_open_and_says_wher
         )
         log = wb.logs("t/s")
         assert "the connection's task was stuck connecting, abandoned: " in log
-        assert "stuck_refresh (test_connection.py:" in log
+        assert "stuck_discover (test_connection.py:" in log
     finally:
         release.set()
     assert wb.call("warm/ok/echo", {"text": "still"}).text == "still"  # the rest goes on
