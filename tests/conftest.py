@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -38,6 +40,23 @@ PYTHON = sys.executable
 UNUSED_PLUGINS = "-p no:langsmith_plugin -p no:hypothesispytest"
 if UNUSED_PLUGINS not in os.environ.get("PYTEST_ADDOPTS", ""):
     os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {UNUSED_PLUGINS}".strip()
+
+
+# ---- kernels: over Unix sockets, not TCP ports ------------------------------------------------
+# jupyter_client picks a kernel's five TCP ports free, then the kernel binds them: between the two,
+# another process may take one (two suites side by side did: "Address already in use", the kernel
+# died before its first reply). A kernel the tests start talks over IPC sockets in a folder of this
+# pytest process's own, where no other process makes any.
+_IPC = tempfile.mkdtemp(prefix="wbk-")
+atexit.register(shutil.rmtree, _IPC, ignore_errors=True)
+
+
+def kernel_manager(kernel_name: str = "python3", **options: Any) -> Any:
+    """A jupyter_client `KernelManager` whose kernel talks over IPC sockets (see above)."""
+    from jupyter_client.manager import KernelManager
+
+    prefix = os.path.join(_IPC, secrets.token_hex(4))
+    return KernelManager(kernel_name=kernel_name, transport="ipc", ip=prefix, **options)
 
 
 def children(pid: int | None = None) -> set[int]:

@@ -59,11 +59,11 @@ class Binder:
     def kernel_manager(self, kernel_dirs: list[str] | None = None) -> KernelManager:
         """A kernel manager for the virtualenv's kernelspec (`kernel_dirs`: where to look for it
         instead of the virtualenv's own share/jupyter/kernels)."""
+        from conftest import kernel_manager
         from jupyter_client.kernelspec import KernelSpecManager
-        from jupyter_client.manager import KernelManager
 
         dirs = kernel_dirs or [str(self.venv / "share" / "jupyter" / "kernels")]
-        return KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
+        return kernel_manager(KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))  # type: ignore[no-any-return]
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:

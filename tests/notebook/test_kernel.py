@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import children, stdio_server, toolbox, write_config
-from jupyter_client.manager import KernelManager
+from conftest import children, kernel_manager, stdio_server, toolbox, write_config
 
 
 class Kernel:
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        self.km = KernelManager(kernel_name="python3")
+        self.km = kernel_manager()
         self.km.start_kernel(cwd=str(cwd), env=env)
         self.kc = self.km.client()
         self.kc.start_channels()
@@ -76,7 +75,7 @@ def text_of(messages: list[dict[str, Any]]) -> str:
 def test_interrupt_returns_at_once_and_cancels_on_the_server(kernel: Kernel) -> None:
     reply, _ = kernel.execute("%load_ext workbench_magic\n%workbench open t")
     assert reply["status"] == "ok"
-    msg_id = kernel.kc.execute("%%use_tool t/s/slow\nsteps: 600\ndelay: 0.05")
+    msg_id = kernel.kc.execute("%%use_tool t/s/slow\nsteps: 6000\ndelay: 0.05")  # 300 s unless interrupted
     # wait until progress shows the call is running on the server
     while True:
         msg = kernel.kc.get_iopub_msg(timeout=30)
@@ -84,11 +83,13 @@ def test_interrupt_returns_at_once_and_cancels_on_the_server(kernel: Kernel) -> 
             break
     started = time.monotonic()
     kernel.km.interrupt_kernel()
-    reply = kernel.kc.get_shell_msg(timeout=30)
+    reply = kernel.kc.get_shell_msg(timeout=60)
     elapsed = time.monotonic() - started
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "KeyboardInterrupt"
-    assert elapsed < 3, f"interrupt took {elapsed:.2f} s"
+    # the cell ended long before the tool would have: the interrupt did not wait for it (a loaded
+    # machine may take seconds to deliver the signal and the reply; not minutes)
+    assert elapsed < 60, f"interrupt took {elapsed:.2f} s"
     kernel.drain(msg_id)
     # the connection is still usable, and the server saw the cancellation
     reply, out = kernel.execute("%use_tool t/s/echo text=alive")

@@ -486,12 +486,12 @@ wb.close_all()
 
 
 def test_in_a_kernel_a_subscription_clicked_on_updates_the_pane_by_itself(tmp_path: Path) -> None:
-    from jupyter_client.manager import KernelManager
+    from conftest import kernel_manager
 
     config = {"toolboxes": {"c": toolbox({"cs": python_server(CLIENTSERVER)})}}
     path = tmp_path / "workbench-config.json"
     path.write_text(json.dumps(config))
-    km = KernelManager(kernel_name="python3")
+    km = kernel_manager()
     km.start_kernel(cwd=str(tmp_path), env={**os.environ, "WORKBENCH_CONFIG": str(path)})
     kc = km.client()
     kc.start_channels()
