@@ -42,12 +42,10 @@ def execute(
 
     Raises nbclient's `CellExecutionError` at the first cell that fails.
     """
-    from conftest import kernel_manager as ipc_kernel_manager
-
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
-        km=kernel_manager if kernel_manager is not None else ipc_kernel_manager(),
+        km=kernel_manager,
         timeout=TIMEOUT,
         kernel_name="python3",
         store_widget_state=False,
