@@ -15,12 +15,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from workbench_magic import Workbench
 from workbench_magic.engine.schema import import_jsonschema
+
+if TYPE_CHECKING:
+    from jupyter_client.manager import KernelManager
 
 # jsonschema, imported plainly, builds rfc3987_syntax's grammar: 1.6 CPU-s in each pytest process
 # whose tests import it (test modules do at collection). Imported the workbench's way first, once.
@@ -51,7 +54,7 @@ _IPC = tempfile.mkdtemp(prefix="wbk-")
 atexit.register(shutil.rmtree, _IPC, ignore_errors=True)
 
 
-def kernel_manager(kernel_name: str = "python3", **options: Any) -> Any:
+def kernel_manager(kernel_name: str = "python3", **options: Any) -> KernelManager:
     """A jupyter_client `KernelManager` whose kernel talks over IPC sockets (see above)."""
     from jupyter_client.manager import KernelManager
 

@@ -8,6 +8,7 @@ the launcher kills the server; without a zygote the launcher runs the script its
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -99,14 +100,23 @@ def script(tmp_path: Path, source: str, name: str = "server.py") -> Path:
     return path
 
 
-#: PYTHON* variables a launcher passes to a forked server (launch.py's `_FORK_SAFE`): any other one
-#: (a PYTHONPATH the person running the tests set, say) makes it start python itself.
-FORK_SAFE = {"PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONBREAKPOINT"}
+def _fork_safe() -> frozenset[bytes]:
+    """The PYTHON* variables a launcher passes to a forked server (launch.py's own set): any other
+    one (a PYTHONPATH the person running the tests set, say) makes it start python itself."""
+    spec = importlib.util.spec_from_file_location("launch", LAUNCH)
+    assert spec is not None and spec.loader is not None
+    launcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launcher)
+    return frozenset(launcher._FORK_SAFE)
+
+
+FORK_SAFE = _fork_safe()
 
 
 def launch(sock: str, path: Path, *args: str, **popen: Any) -> subprocess.Popen[str]:
     """The launcher on `sock` running `path`, in this environment less what would keep it from forking."""
-    popen.setdefault("env", {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k in FORK_SAFE})
+    forkable = {k: v for k, v in os.environb.items() if not k.startswith(b"PYTHON") or k in FORK_SAFE}
+    popen.setdefault("env", forkable)
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([PYTHON, str(LAUNCH), sock, str(path), *args], text=True, **popen)

@@ -63,7 +63,7 @@ class Binder:
         from jupyter_client.kernelspec import KernelSpecManager
 
         dirs = kernel_dirs or [str(self.venv / "share" / "jupyter" / "kernels")]
-        return kernel_manager(KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))  # type: ignore[no-any-return]
+        return kernel_manager(KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:

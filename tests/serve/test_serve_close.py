@@ -40,8 +40,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprec
 
 LINGER = str(SERVERS / "lingerserver.py")
 CLIENTSERVER = str(SERVERS / "clientserver.py")
-HOST_GRACE = 2.0
-"""What hosts wait after ending stdin before SIGTERM, and after SIGTERM before SIGKILL."""
 HARNESS_GRACE = 10.0
 """What this harness's host waits instead (the seconds serve took are printed): two suites on 2
 cores starved serve past a real host's 2 s, and the question here is whether serve ends by itself
