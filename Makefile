@@ -19,7 +19,7 @@ PYTEST_WORKERS ?= 4
 # per run, not once per process, and pytest keeps the test modules it rewrote.
 PYTEST_PLUGINS := -p xdist.plugin -p pytest_timeout
 
-.PHONY: lab test demo lint venv npm bench bench-quick docs clean
+.PHONY: lab test demo lint venv npm extensions bench bench-quick docs clean
 
 # --no-compile: a module is compiled when first imported (a few hundred of them), not all of them
 # at install (half of the install's time)
@@ -34,6 +34,20 @@ npm: $(NPM_STAMP)
 $(NPM_STAMP): tests/servers/package-lock.json
 	cd tests/servers && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
 	touch $@
+
+## make extensions: the extension test servers' virtualenvs (FastMCP 4.2 serving skills, fastmcp-tasks
+## 4.1 serving SEP-2663 tasks: each pins its own fastmcp, so each has its own), pinned in
+## tests/servers/extensions/*.txt
+EXT := tests/servers/extensions
+SKILLS_STAMP := $(EXT)/skills-venv/.installed-$(shell cat $(EXT)/skills.txt | cksum | cut -d' ' -f1)
+TASKS_STAMP := $(EXT)/tasks-venv/.installed-$(shell cat $(EXT)/tasks.txt | cksum | cut -d' ' -f1)
+extensions: $(SKILLS_STAMP) $(TASKS_STAMP)
+$(SKILLS_STAMP): $(EXT)/skills.txt
+$(TASKS_STAMP): $(EXT)/tasks.txt
+$(SKILLS_STAMP) $(TASKS_STAMP):
+	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install --quiet --no-compile --no-deps -r $<
+	rm -f $(@D)/.installed-* && touch $@
 
 ## make lab: JupyterLab on the quickstart notebook, with the embedded demo toolbox
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -82,7 +96,7 @@ test:
 	@rm -rf $(BINDER_ENV) && mkdir -p build; \
 	setsid $(PYTHON) tests/notebook/binder_environment.py $(BINDER_ENV) > build/binder-env.log 2>&1 & binder=$$!; \
 	trap 'kill -- -$$binder 2>/dev/null' EXIT; \
-	$(MAKE) --no-print-directory -j2 venv npm || exit 1; \
+	$(MAKE) --no-print-directory -j3 venv npm extensions || exit 1; \
 	nice -n 10 $(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
 	WORKBENCH_TEST_BINDER=$(BINDER_ENV) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE= \
 		$(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--maxschedchunk=1) \
@@ -92,4 +106,4 @@ test:
 	test $$tests -eq 0 && test $$linted -eq 0
 
 clean:
-	rm -rf $(VENV) tests/servers/node_modules site $(BINDER_ENV) build/binder-env.log
+	rm -rf $(VENV) tests/servers/node_modules $(EXT)/*-venv site $(BINDER_ENV) build/binder-env.log

@@ -309,6 +309,21 @@ def npm_server(name: str, *args: str, **config: Any) -> dict[str, Any]:
     return {"command": node, "args": [str(entry), *args], **config}
 
 
+EXTENSIONS = SERVERS / "extensions"
+
+
+def extension_server(kind: str, script: str, *args: str, **config: Any) -> dict[str, Any]:
+    """Config of an extension test server over stdio, run by the python of its own virtualenv
+    (`make extensions`): `kind` is `skills` (FastMCP 4.2) or `tasks` (fastmcp-tasks 4.1), `script`
+    a file name in tests/servers. Its fastmcp is not ours, so it runs directly, not through a zygote."""
+    python = EXTENSIONS / f"{kind}-venv" / "bin" / "python"
+    if not python.exists():
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{python} missing: the test command must run `make extensions`")
+        pytest.skip(f"the {kind} extension server's virtualenv is missing (make extensions)")
+    return {"command": str(python), "args": [str(SERVERS / script), *args], **config}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -21,6 +21,7 @@ import anyio
 
 from workbench_magic.engine.catalog import same_tools
 from workbench_magic.engine.eras import MODERN, client_mode, discover
+from workbench_magic.engine.extensions import apps_extension_offer, declared_extensions, skills_extension_offer
 from workbench_magic.engine.lazy import LazyStart
 from workbench_magic.engine.listening import Listening, ListKind
 from workbench_magic.engine.requesting import InFlight, Requesting
@@ -114,6 +115,8 @@ class Connection(Requesting, Listening):
         self.server_info: str | None = None
         self.instructions: str | None = None
         self.capabilities: Any = None
+        self.extensions: tuple[str, ...] = ()
+        """The ids of the extensions its server declares (extensions.py)."""
         self.tools: tuple[ToolInfo, ...] = ()
         self.all_tool_names: list[str] = []
         self.tool_list_changes = 0
@@ -164,6 +167,7 @@ class Connection(Requesting, Listening):
             error=self.error,
             tool_count=len(self.tools),
             tool_list_changes=self.tool_list_changes,
+            extensions=self.extensions,
         )
 
     def failure_message(self, reason: str) -> str:
@@ -414,12 +418,18 @@ class Connection(Requesting, Listening):
 
         from workbench_magic.vocabulary.version import __version__
 
-        info: dict[str, Any] = {"client_info": Implementation(name="workbench-magic", version=__version__)}
-        if self.apps:
-            from workbench_magic.engine.extensions import apps_extension_offer
-
-            info["extensions"] = [apps_extension_offer()]
+        info: dict[str, Any] = {
+            "client_info": Implementation(name="workbench-magic", version=__version__),
+            "extensions": self._extension_offers(),
+        }
         return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
+
+    def _extension_offers(self) -> list[Any]:
+        """The extensions offered this server (extensions.py)."""
+        offers = [skills_extension_offer()]
+        if self.apps:
+            offers.append(apps_extension_offer())
+        return offers
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, generation: int) -> None:
         """The owner task: enter the client, publish it, wait for stop, exit the client.
@@ -453,6 +463,7 @@ class Connection(Requesting, Listening):
                     self.server_info = f"{info.name} {info.version}".strip() if info else None
                     self.instructions = client.instructions
                     self.capabilities = client.server_capabilities
+                    self.extensions = declared_extensions(self.capabilities)
                     await self._refresh_tools()
                     await self._request_log_level(client)
                     late.cancel()

@@ -1,18 +1,26 @@
 """The MCP extensions the client offers servers at connect (the `extensions` of its capabilities).
 
-One so far: MCP Apps (`io.modelcontextprotocol/ui`), offered while `render_apps` is on. What the
-workbench does with a tool's app is the API layer's (api/apps.py); here is only what servers
-are told, so that they list their UI tools and send app pages.
+- MCP Apps (`io.modelcontextprotocol/ui`), offered while `render_apps` is on. What the workbench
+  does with a tool's app is the API layer's (api/apps.py); here is only what servers are told, so
+  that they list their UI tools and send app pages.
+- Skills (`io.modelcontextprotocol/skills`, SEP-2640), always: `skills/list`, `skills/get` and
+  `skill://` resources (skills.py).
+- Tasks (`io.modelcontextprotocol/tasks`, SEP-2663), always on 2026-07-28 connections: a
+  `tools/call` the server answers with a task is followed to its end (extension_tasks.py).
+
+`declared_extensions` reads what a server declares: the ids on its status.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcp.client.extension import ClientExtension
 
 APPS_EXTENSION_ID = "io.modelcontextprotocol/ui"
+SKILLS_EXTENSION_ID = "io.modelcontextprotocol/skills"
+TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
 APP_MIME_TYPE = "text/html;profile=mcp-app"
 """The MIME type of an MCP App page (the only kind of page the workbench renders)."""
 
@@ -25,4 +33,24 @@ def apps_extension_offer() -> ClientExtension:
     return advertise(APPS_EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
 
 
-__all__ = ["APPS_EXTENSION_ID", "APP_MIME_TYPE", "apps_extension_offer"]
+def skills_extension_offer() -> ClientExtension:
+    """The Skills extension as the client offers it: the id alone (it has no settings)."""
+    from mcp.client.extension import advertise
+
+    return advertise(SKILLS_EXTENSION_ID)
+
+
+def declared_extensions(capabilities: Any) -> tuple[str, ...]:
+    """The ids of the extensions a server's capabilities declare, sorted."""
+    return tuple(sorted(getattr(capabilities, "extensions", None) or ()))
+
+
+__all__ = [
+    "APPS_EXTENSION_ID",
+    "APP_MIME_TYPE",
+    "SKILLS_EXTENSION_ID",
+    "TASKS_EXTENSION_ID",
+    "apps_extension_offer",
+    "declared_extensions",
+    "skills_extension_offer",
+]

@@ -283,6 +283,9 @@ class ServerStatus:
     error: str | None = None
     tool_count: int = 0
     tool_list_changes: int = 0
+    extensions: tuple[str, ...] = ()
+    """The ids of the extensions the server declares (`io.modelcontextprotocol/ui`, `/skills`,
+    `/tasks`, any other by its id); those the workbench also offers are the ones in use."""
 
     @property
     def connected(self) -> bool:
@@ -297,9 +300,20 @@ class ServerStatus:
 
     def __repr__(self) -> str:
         detail = self.error if self.error else f"{self.tool_count} tools, protocol {self.protocol}"
+        if self.extensions and not self.error:
+            detail += f", extensions {', '.join(short_extension(e) for e in self.extensions)}"
         if self.status == IDLE:
             detail += " (cached catalog, not started)"
         return f"{self.name}: {self.status} ({self.transport}) {detail}"
+
+
+OFFICIAL_EXTENSIONS = "io.modelcontextprotocol/"
+
+
+def short_extension(identifier: str) -> str:
+    """An extension id as a status line shows it: an official one by its last part (`skills`,
+    `tasks`, `ui`), any other whole."""
+    return identifier.removeprefix(OFFICIAL_EXTENSIONS)
 
 
 def status_table_html(servers: Iterable[ServerStatus]) -> str:
@@ -308,6 +322,8 @@ def status_table_html(servers: Iterable[ServerStatus]) -> str:
     for s in servers:
         color = {"connected": "#1b5e20", "failed": "#b00020", "idle": "#555"}.get(s.status, "#8a6d00")
         detail = esc(s.error) if s.error else f"{s.tool_count} tools, protocol {esc(s.protocol)}"
+        if s.extensions and not s.error:
+            detail += f", extensions {esc(', '.join(short_extension(e) for e in s.extensions))}"
         if s.status == IDLE:
             detail += " <i>(cached catalog, not started)</i>"
         rows.append(
