@@ -34,6 +34,7 @@ from workbench_magic.vocabulary.errors import (
     NotFoundError,
     RequestError,
     ServerNotFoundError,
+    SkillDigestError,
     TaskRequiredError,
     ToolboxNotFoundError,
     ToolError,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.listings import ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
     from workbench_magic.vocabulary.schema_report import SchemaReport
+    from workbench_magic.vocabulary.skills import Skill, SkillInfo
     from workbench_magic.vocabulary.surface import Diff, Snapshot
 
 
@@ -83,6 +85,8 @@ _LAZY = {
     "ContextCost": "workbench_magic.vocabulary.context_cost",
     "EvalReport": "workbench_magic.vocabulary.evaluations",
     "SchemaReport": "workbench_magic.vocabulary.schema_report",
+    "Skill": "workbench_magic.vocabulary.skills",
+    "SkillInfo": "workbench_magic.vocabulary.skills",
     "Snapshot": "workbench_magic.vocabulary.surface",
     "Diff": "workbench_magic.vocabulary.surface",
     "TaskHandle": "workbench_magic.api.tasks",
@@ -141,6 +145,9 @@ __all__ = [
     "ResourcesChanged",
     "SchemaReport",
     "ServerNotFoundError",
+    "Skill",
+    "SkillDigestError",
+    "SkillInfo",
     "Snapshot",
     "StatusChanged",
     "TaskHandle",

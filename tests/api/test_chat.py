@@ -288,7 +288,7 @@ def test_mistakes_are_one_line(make_workbench: Callable[..., Workbench]) -> None
     model = Script().model()
     with pytest.raises(UsageError, match=r"^No toolbox is open to chat with: open one"):
         wb.chat("hi", model=model)
-    with pytest.raises(UsageError, match=r"^skills are not supported yet$"):
+    with pytest.raises(UsageError, match=r"^Name each skill as toolbox/server/name, not 'x'$"):
         wb.chat("hi", toolbox="demo", model=model, skills=["x"])
 
 

@@ -158,3 +158,16 @@ def test_the_diagram_of_a_large_trace_stays_small_and_the_data_keeps_everything(
     # the calls, whole and in order (the server's late acknowledgement of the open's subscription may be there too)
     calls = [m.message for m in trace.messages if m.message.get("method") == "tools/call"]
     assert [call["params"]["arguments"]["text"] for call in calls] == texts
+
+
+def test_the_trace_names_the_extensions_each_server_declares(make_workbench: Callable[..., Workbench]) -> None:
+    wb = make_workbench(None)  # the embedded demo: its datasets server declares apps and skills, notes none
+    wb.open("demo")
+    with wb.trace("demo") as trace:
+        wb.call("demo/datasets/list_datasets")
+        wb.call("demo/notes/list_notes")
+    assert trace.extensions == {"demo/datasets": ("io.modelcontextprotocol/skills", "io.modelcontextprotocol/ui")}
+    assert repr(trace).splitlines()[0].endswith("; extensions: demo/datasets skills, ui")
+    assert "<span class='wb-trace-extensions' style='font-weight:normal;color:#555'>skills · ui</span>" in (
+        trace._repr_html_()
+    )

@@ -122,8 +122,8 @@ def _copy_repo(dest: Path) -> None:
         shutil.copy2(ROOT / name, dest / name)
     for name in ("workbench_magic", "notebooks", "binder"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    (dest / "tests" / "servers").mkdir(parents=True)
-    for name in ("package.json", "package-lock.json"):
+    (dest / "tests" / "servers" / "extensions").mkdir(parents=True)
+    for name in ("package.json", "package-lock.json", "tasks_server.py", "extensions/tasks.txt"):
         shutil.copy2(ROOT / "tests" / "servers" / name, dest / "tests" / "servers" / name)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -30,6 +31,10 @@ def test_the_binder_environment_builds_and_its_kernel_runs_there(tmp_path_factor
             if "/server-" in name:  # the reference servers run as `node .../dist/index.js`
                 assert (servers / "node_modules" / name / "dist" / "index.js").exists(), f"{name} has no dist/index.js"
         assert not (built.root / "npm-global" / "lib" / "node_modules").exists(), "postBuild installed globally"
+    # the fastmcp-tasks server of notebook 09, in its own virtualenv
+    tasks = built.repo / "tests" / "servers" / "extensions" / "tasks-venv" / "bin" / "python"
+    probe = subprocess.run([str(tasks), "-c", "import fastmcp_tasks"], capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, f"postBuild did not install the tasks server's virtualenv: {probe.stderr}"
 
     # The kernelspec ipykernel installed in the virtualenv, and the one the notebooks run on (through
     # a zygote of the virtualenv's python): both run there.

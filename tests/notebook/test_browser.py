@@ -18,7 +18,16 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ROOT, free_port, python_config, python_server, stdio_server, toolbox, write_config
+from conftest import (
+    ROOT,
+    extension_server,
+    free_port,
+    python_config,
+    python_server,
+    stdio_server,
+    toolbox,
+    write_config,
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -131,10 +140,12 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     nb.cells = [nbformat.v4.new_code_cell("%load_ext workbench_magic\n%workbench open demo")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "explore.ipynb")
-    # the demo's servers, and our client-feature test server (it elicits, logs) beside them
+    # the demo's servers, our client-feature test server (it elicits, logs) and the FastMCP skills
+    # server beside them
     demo = {name: python_config("-m", f"workbench_magic.demo.{name}") for name in ("datasets", "notes")}
     cs = python_server("clientserver.py")
-    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"demo": toolbox({**demo, "cs": cs})}})
+    docs = extension_server("skills", "skills_server.py")
+    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"demo": toolbox({**demo, "cs": cs, "docs": docs})}})
     server = Lab(tmp_path)
     yield server
     server.stop()
@@ -243,6 +254,17 @@ def panes(page: Any) -> None:
     choose(page, ".wb-resource-select select", "dataset://index", contains=True)
     wait_text(page, ".wb-resource-result", "penguins")
     page.screenshot(path=str(ARTIFACTS / "explorer-resources.png"), full_page=True)
+    # the skills of the FastMCP server: a skill's files, and its instructions rendered as Markdown
+    choose(page, ".wb-server-select select", "● docs")
+    tab(page, "Skills")
+    choose(page, ".wb-skill-select select", "csv-cleaning")
+    wait_text(page, ".wb-skill-info", "references/guide.md")
+    wait_text(page, ".wb-skill-result", "digests checked")
+    heading = page.locator(".wb-skill-result h1")
+    heading.wait_for(timeout=30_000)
+    assert heading.inner_text() == "Cleaning a CSV file"  # Markdown rendered, not shown as text
+    page.screenshot(path=str(ARTIFACTS / "explorer-skills.png"), full_page=True)
+    choose(page, ".wb-server-select select", "● datasets")
     # a prompt with its argument filled in
     tab(page, "Prompts")
     choose(page, ".wb-prompt-select select", "analyze_dataset")

@@ -17,9 +17,9 @@ from workbench_magic import ToolResult, UsageError, Workbench
 from workbench_magic.vocabulary.listings import History, ToolList
 
 
-@pytest.fixture
-def ip(make_workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()}, "test box"), "demo2": toolbox({})}})
+def shell_of(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    """The process's IPython shell with the magics loaded, `wb` as their shared workbench (a
+    fixture's body: `yield from shell_of(wb, monkeypatch)`)."""
     monkeypatch.setattr(Workbench, "_shared", wb)
     shell = InteractiveShell.instance()
     settings = copy.deepcopy(shell.config.get("Workbench"))  # a test's %config stays in that test
@@ -30,6 +30,12 @@ def ip(make_workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveS
         shell.config.pop("Workbench", None)
     else:
         shell.config["Workbench"] = settings
+
+
+@pytest.fixture
+def ip(make_workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()}, "test box"), "demo2": toolbox({})}})
+    yield from shell_of(wb, monkeypatch)
 
 
 def run(shell: InteractiveShell, code: str) -> Any:

@@ -316,11 +316,11 @@ class Calling(Facade):
         ident = parse_identifier(target)
         args = call_arguments(arguments, ident)
         channel: Channel | None = None
-        try:
-            channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+        core, loop = self._core, self._loop
+        try:  # a caller on the workbench's own loop (serve) has no loop of its own to ask on
+            channel = None if loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
         except RuntimeError:
             pass
-        core, loop = self._core, self._loop
 
         def begin() -> TaskHandle:
             job = core.jobs.new(ident, args)

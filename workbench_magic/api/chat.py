@@ -19,7 +19,7 @@ one at a time. `wb.chat_reset()` starts over.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.asking import waiting_channel
@@ -29,7 +29,9 @@ from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.api.chat_agent import Conversation
+    from workbench_magic.api.server_features import ServerFeatureMethods
     from workbench_magic.api.toolsets import ToolsetMethods
+    from workbench_magic.vocabulary.skills import Skill
 
 __all__ = ["ChatMethods", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView", "chat_view", "set_chat_view"]
 
@@ -61,7 +63,7 @@ class ChatMethods(Facade):
         *,
         toolbox: str | None = None,
         model: Any = None,
-        skills: Any = None,
+        skills: str | Iterable[str] | None = None,
     ) -> ChatTurn:
         """Ask a model, which may call the toolbox's tools; the turn it answers with.
 
@@ -79,16 +81,20 @@ class ChatMethods(Facade):
                 opened last (or the only one open).
             model: a pydantic-ai `Model` or a `"provider:model"` name; None: `chat_model` (a name or a
                 `Model`; `$WORKBENCH_MODEL`).
-            skills: not supported yet (None).
+            skills: skills the model follows this turn: `"toolbox/server/name"` or a list of them. Each is
+                read (`skill`, its files checked against their digests) and its `SKILL.md` goes to the model
+                as instructions, after the workbench's own.
 
         Returns:
             The turn: `.text`, `.tool_calls` (each with `.identifier`, `.arguments`, `.result`), `.usage`,
             `.cost`.
 
         Raises:
-            UsageError: no toolbox is open and none was named; no model is set; `skills` were given.
+            UsageError: no toolbox is open and none was named; no model is set; a skill is not named
+                `toolbox/server/name`.
+            NotFoundError: the toolbox named does not exist, or a server lists no such skill.
+            SkillDigestError: a skill's file changed since its server's skills were listed.
             MissingExtraError: pydantic-ai is not installed.
-            NotFoundError: the toolbox named does not exist.
             ModelError: the model failed (a provider's error, a usage limit, an answer it could not use):
                 `Model 'openai:gpt-4o' failed: <reason>`; the conversation stays as it was.
 
@@ -98,14 +104,14 @@ class ChatMethods(Facade):
             turn = wb.chat("Which penguin species is heaviest?", model="openai:gpt-5-mini")
             turn.tool_calls[0].result.to_pandas()
             wb.chat("And the lightest?")  # the same conversation
+            wb.chat("Clean data.csv", skills="dev/docs/csv-cleaning")  # the model follows the skill
             ```
         """
-        if skills is not None:
-            raise UsageError("skills are not supported yet")
         from workbench_magic.api.models import resolve_model
 
         target = toolbox if toolbox is not None else self._chat_toolbox()
         resolved = resolve_model(self, model)
+        read = self._chat_skills(skills)
         from workbench_magic.api.chat_agent import Turn
 
         channel = waiting_channel()
@@ -117,6 +123,7 @@ class ChatMethods(Facade):
             channel,
             view=chat_view(),
             confirm=self.confirm_destructive,
+            skills=read,
         )
         return self._run(turn.run(self._conversation()), channel)  # type: ignore[no-any-return]
 
@@ -142,6 +149,19 @@ class ChatMethods(Facade):
             conversation = Conversation()
             self._chat_conversation = conversation
         return conversation
+
+    def _chat_skills(self, skills: str | Iterable[str] | None) -> tuple[Skill, ...]:
+        """The skills a chat names (`"toolbox/server/name"`, or a list of them), each read whole."""
+        if skills is None:
+            return ()
+        names = [skills] if isinstance(skills, str) else list(skills)
+        read: list[Skill] = []
+        for name in names:
+            parts = name.split("/", 2) if isinstance(name, str) else []
+            if len(parts) != 3 or not all(parts):
+                raise UsageError(f"Name each skill as toolbox/server/name, not {name!r}")
+            read.append(cast("ServerFeatureMethods", self).skill(f"{parts[0]}/{parts[1]}", parts[2]))
+        return tuple(read)
 
     def _chat_toolbox(self) -> str:
         """The toolbox a chat uses when none is named: the one opened last."""

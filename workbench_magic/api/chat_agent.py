@@ -36,7 +36,7 @@ from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage
 from workbench_magic.vocabulary.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from pydantic_ai.agent import AgentRunResult
     from pydantic_ai.models import Model
@@ -49,8 +49,9 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
+    from workbench_magic.vocabulary.skills import Skill
 
-__all__ = ["INSTRUCTIONS", "Conversation", "Turn", "turn_cost"]
+__all__ = ["INSTRUCTIONS", "Conversation", "Turn", "instructions", "turn_cost"]
 
 INSTRUCTIONS = (
     "You work in a Jupyter notebook with a person, using the tools of their MCP toolbox. The person sees "
@@ -119,6 +120,7 @@ class Turn:
         channel: the way back to the chat's thread (its view and its asker).
         view: where the turn shows while it runs, or None.
         confirm: ask before a tool marked `destructiveHint` runs.
+        skills: skills the model follows this turn: their instructions go after the workbench's.
     """
 
     def __init__(
@@ -131,8 +133,10 @@ class Turn:
         *,
         view: ChatView | None = None,
         confirm: bool = True,
+        skills: Sequence[Skill] = (),
     ) -> None:
         self._prompt = prompt
+        self._instructions = instructions(skills)
         self._model = model
         self._channel = channel
         self._view = view
@@ -166,7 +170,7 @@ class Turn:
 
     async def _agent_run(self, history: tuple[Any, ...]) -> AgentRunResult[str]:
         """The agent's run: the model's text shown as it comes (streamed where the model streams)."""
-        agent: Agent[None, str] = Agent(self._model, toolsets=[self._toolset], instructions=INSTRUCTIONS)
+        agent: Agent[None, str] = Agent(self._model, toolsets=[self._toolset], instructions=self._instructions)
         streams = _streams(self._model)
         async with agent.iter(self._prompt, message_history=list(history)) as run:
             async for node in run:
@@ -272,6 +276,22 @@ class Turn:
         running = _running.get()
         if running is not None:
             running.result = result
+
+
+def instructions(skills: Sequence[Skill] = ()) -> str:
+    """What the model is told: where it is (`INSTRUCTIONS`), then each skill it follows this turn,
+    its `SKILL.md` whole under a line that names it (its other files stay in `Skill.files`).
+
+    Args:
+        skills: the skills read for the turn (`wb.skill`).
+
+    Returns:
+        The instructions of the turn.
+    """
+    parts = [INSTRUCTIONS]
+    for skill in skills:
+        parts.append(f"Follow the skill {skill.name} ({skill.info.target}):\n\n{skill.instructions.strip()}")
+    return "\n\n".join(parts)
 
 
 class Conversation:

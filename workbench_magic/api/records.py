@@ -65,9 +65,14 @@ class Records(Facade):
             self.settings.server(toolbox, server)  # names what exists, or says what does not
         elif toolbox is not None:
             self.settings.toolbox(toolbox)
-        tap, loop = self._core.wire_tap, self._loop
+        core = self._core
+        tap, loop = core.wire_tap, self._loop
         recording = loop.run_sync(lambda: tap.start(toolbox, server, limit))
-        return Trace(tap, recording, loop, target)
+
+        def extensions() -> dict[str, tuple[str, ...]]:
+            return {f"{t}/{s}": status.extensions for t, box in core.state.items() for s, status in box.servers.items()}
+
+        return Trace(tap, recording, loop, target, extensions)
 
     # ---- record, replay, export (cassette_deck.py, export.py) -----------------------------------------
     def record(self, path: str | os.PathLike[str] | None) -> Recording:

@@ -1,4 +1,4 @@
-"""What servers offer beyond tools, for `Workbench`: resources, prompts, completions, watches.
+"""What servers offer beyond tools, for `Workbench`: resources, prompts, completions, watches, skills.
 
 `ServerFeatures` is a collaborator the workbench holds (`wb.resources(...)` delegates to it): its
 methods run on the workbench loop against the workbench's core, with its current settings.
@@ -11,12 +11,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
-from workbench_magic.engine import server_features
+from workbench_magic.engine import server_features, skills
 from workbench_magic.engine.boundary import contained
 from workbench_magic.engine.runtime import Channel, LoopChannel
 from workbench_magic.vocabulary.errors import NotFoundError
 from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
 from workbench_magic.vocabulary.results import PromptResult, ResourceResult
+from workbench_magic.vocabulary.skills import Skill, SkillList
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import WorkbenchConfig
@@ -52,6 +53,17 @@ def toolbox_target(target: str) -> tuple[str, str | None]:
     if toolbox is None:
         raise NotFoundError("Name a toolbox or toolbox/server")
     return toolbox, server
+
+
+def skill_target(target: str, name: str | None) -> tuple[str, str, str]:
+    """`(toolbox, server, name)` of `skill("t/s", "name")` or `skill("t/s/name")`, or NotFoundError."""
+    if name is None:
+        parts = target.split("/", 2) if isinstance(target, str) else []
+        if len(parts) != 3 or not all(parts):
+            raise NotFoundError(f"Name the skill: toolbox/server/name, or ('toolbox/server', name), not {target!r}")
+        return parts[0], parts[1], parts[2]
+    toolbox, server = server_target(target)
+    return toolbox, server, name
 
 
 def server_target(target: str) -> tuple[str, str]:
@@ -94,16 +106,21 @@ class ServerFeatures:
     def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
         """Read a resource from `toolbox/server`; a template URI is expanded with `variables`
         (`read_resource("t/s", "city://{country}/{city}", country="france", city="paris")`)."""
+        return self._loop.run(contained(self._read_resource(target, uri, timeout, variables)))  # type: ignore[no-any-return]
+
+    async def aread_resource(
+        self, target: str, uri: str, *, timeout: float | None = None, **variables: Any
+    ) -> ResourceResult:
+        return await self._loop.arun(contained(self._read_resource(target, uri, timeout, variables)))
+
+    async def _read_resource(
+        self, target: str, uri: str, timeout: float | None, variables: Mapping[str, Any]
+    ) -> ResourceResult:
         toolbox, server = server_target(target)
         expanded = server_features.expand(uri, variables)
         limit = timeout if timeout is not None else self._timeout()
-
-        async def read() -> ResourceResult:
-            return await server_features.read(
-                await self._core.connection_opening(toolbox, server, self._settings()), expanded, limit
-            )
-
-        return self._loop.run(contained(read()))  # type: ignore[no-any-return]
+        conn = await self._core.connection_opening(toolbox, server, self._settings())
+        return await server_features.read(conn, expanded, limit)
 
     def prompts(self, target: str | None = None) -> list[PromptInfo]:
         """Prompts of open toolboxes, a toolbox, or a server."""
@@ -158,9 +175,34 @@ class ServerFeatures:
 
         return self._loop.run(contained(start()))  # type: ignore[no-any-return]
 
+    # ---- skills ---------------------------------------------------------------------------
+    def skills(self, target: str | None = None) -> SkillList:
+        """Skills of open toolboxes, a toolbox, or a server; each server's listing is kept."""
+        return self._loop.run(contained(self._skills(target)))  # type: ignore[no-any-return]
+
+    async def askills(self, target: str | None = None) -> SkillList:
+        return await self._loop.arun(contained(self._skills(target)))
+
+    def skill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
+        """A skill read whole from `toolbox/server`, each file checked against its listed digest."""
+        return self._loop.run(contained(self._skill(target, name, timeout)))  # type: ignore[no-any-return]
+
+    async def askill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
+        return await self._loop.arun(contained(self._skill(target, name, timeout)))
+
+    async def _skills(self, target: str | None) -> SkillList:
+        toolbox, server = parse_target(target)
+        conns = await self._core.connections(toolbox, server, self._settings())
+        return await skills.list_skills(conns, one_server=server is not None)
+
+    async def _skill(self, target: str, name: str | None, timeout: float | None) -> Skill:
+        toolbox, server, skill_name = skill_target(target, name)
+        conn = await self._core.connection_opening(toolbox, server, self._settings())
+        return await skills.read_skill(conn, skill_name, timeout if timeout is not None else self._timeout())
+
 
 class ServerFeatureMethods:
-    """`Workbench`'s resources, prompts, completions and watches: each delegates to its `ServerFeatures`."""
+    """`Workbench`'s resources, prompts, completions, watches and skills: each delegates to its `ServerFeatures`."""
 
     _server: ServerFeatures
 
@@ -198,6 +240,22 @@ class ServerFeatureMethods:
             ```
         """
         return self._server.read_resource(target, uri, timeout=timeout, **variables)
+
+    async def aread_resource(
+        self, target: str, uri: str, *, timeout: float | None = None, **variables: Any
+    ) -> ResourceResult:
+        """`read_resource` for `await` (from the kernel's loop, or the workbench's own: `serve`).
+
+        Args:
+            target: the server, `toolbox/server` (its toolbox is opened if needed).
+            uri: the resource's URI, or a resource template's.
+            timeout: seconds the read may take (None: the workbench's `timeout`).
+            **variables: the values of a template's variables.
+
+        Returns:
+            What the server sent, as `read_resource` returns it.
+        """
+        return await self._server.aread_resource(target, uri, timeout=timeout, **variables)
 
     def prompts(self, target: str | None = None) -> list[PromptInfo]:
         """Prompts of open toolboxes, a toolbox, or a server.
@@ -265,3 +323,84 @@ class ServerFeatureMethods:
             ```
         """
         return self._server.watch(target, uri, callback)
+
+    def skills(self, target: str | None = None) -> SkillList:
+        """Skills (SEP-2640) of open toolboxes, a toolbox, or a server: name, description, URI, files.
+
+        A server that negotiates the Skills extension lists them with `skills/list`, each file with its
+        size and digest; one that does not but serves `skill://` resources has them found among its
+        resources (`source="resources"`, no digests). Each server's listing is kept: `skill` checks
+        the files it reads against it. `.notes` says why a server lists none.
+
+        Args:
+            target: None (every open toolbox), a toolbox (opened if needed), or `toolbox/server`.
+
+        Returns:
+            One `SkillInfo` per skill (a list), with `.notes`: one line per server without skills.
+
+        Raises:
+            NotFoundError: `target` names no configured toolbox or server.
+            RequestError: the named server failed the listing (with no server named, the failure of
+                one server is a line of `.notes`).
+
+        Example:
+            ```python
+            wb.skills("dev")  # dev/docs/csv-cleaning: Clean a messy CSV file ... (3 files)
+            [f.name for f in wb.skills("dev/docs")[0].files]
+            ```
+        """
+        return self._server.skills(target)
+
+    def skill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
+        """Read a skill whole: its instructions (`SKILL.md`) and its files, each checked against its digest.
+
+        The digests are those of the server's latest listing (`skills`); a skill never listed is listed
+        first. A skill found among `skill://` resources has no digests: its files are read as they are.
+
+        Args:
+            target: the server, `toolbox/server`; or the skill, `toolbox/server/name` (then no `name`).
+            name: the skill's name.
+            timeout: seconds each file's read may take (None: the workbench's `timeout`).
+
+        Returns:
+            The skill: `.instructions` (the `SKILL.md` text), `.files` (path -> text, or bytes for a
+            binary file), `.info` (its `SkillInfo`).
+
+        Raises:
+            NotFoundError: the server lists no skill `name`.
+            SkillDigestError: a file does not match its listed digest (it changed since the listing; list
+                the skills again); `.file` names it.
+            RequestError: the server failed a read.
+
+        Example:
+            ```python
+            skill = wb.skill("dev/docs", "csv-cleaning")
+            print(skill.instructions)
+            skill.files["references/guide.md"]
+            ```
+        """
+        return self._server.skill(target, name, timeout=timeout)
+
+    async def askills(self, target: str | None = None) -> SkillList:
+        """`skills` for `await` (from the kernel's loop, or the workbench's own: `serve`).
+
+        Args:
+            target: None (every open toolbox), a toolbox (opened if needed), or `toolbox/server`.
+
+        Returns:
+            The skills, as `skills` returns them.
+        """
+        return await self._server.askills(target)
+
+    async def askill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
+        """`skill` for `await` (from the kernel's loop, or the workbench's own: `serve`).
+
+        Args:
+            target: the server, `toolbox/server`; or the skill, `toolbox/server/name` (then no `name`).
+            name: the skill's name.
+            timeout: seconds each file's read may take (None: the workbench's `timeout`).
+
+        Returns:
+            The skill, as `skill` returns it.
+        """
+        return await self._server.askill(target, name, timeout=timeout)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.trace import TraceMessage, render_html, render_text
+from workbench_magic.vocabulary.listings import short_extension
+from workbench_magic.vocabulary.trace import TraceMessage, lanes, render_html, render_text
 
 if TYPE_CHECKING:
     from workbench_magic.engine.runtime import LoopThread
@@ -33,13 +35,22 @@ class Trace:
         ```
     """
 
-    def __init__(self, tap: WireTap, recording: TraceRecording, loop: LoopThread, target: str | None) -> None:
+    def __init__(
+        self,
+        tap: WireTap,
+        recording: TraceRecording,
+        loop: LoopThread,
+        target: str | None,
+        extensions: Callable[[], dict[str, tuple[str, ...]]] = dict,
+    ) -> None:
         self._tap = tap
         self._recording = recording
         self._loop = loop
         self.target = target
         """What it records: None (every server), a toolbox, or `toolbox/server`."""
         self._kept: tuple[list[TraceMessage], int] | None = None
+        self._extensions = extensions
+        self._kept_extensions: dict[str, tuple[str, ...]] | None = None
 
     @property
     def recording(self) -> bool:
@@ -62,6 +73,16 @@ class Trace:
         """How many of the oldest messages the bound dropped."""
         return self._snapshot()[1]
 
+    @property
+    def extensions(self) -> dict[str, tuple[str, ...]]:
+        """The extensions each server of the trace declares: `toolbox/server` -> their ids.
+
+        As its status says (when the trace stopped, once stopped); the diagram shows them under
+        each server, the text on its first line."""
+        servers = lanes(self.messages)
+        known = self._kept_extensions if self._kept_extensions is not None else self._extensions()
+        return {server: known[server] for server in servers if known.get(server)}
+
     def stop(self) -> Trace:
         """Stop recording (the messages stay); again does nothing.
 
@@ -72,6 +93,7 @@ class Trace:
             tap, recording = self._tap, self._recording
             self._loop.run_sync(lambda: tap.stop(recording))
             self._kept = (list(recording.messages), recording.dropped)
+            self._kept_extensions = self._extensions()
         return self
 
     def __enter__(self) -> Trace:
@@ -107,13 +129,16 @@ class Trace:
         messages, dropped = self._snapshot()
         state = "recording" if self.recording else "stopped"
         head = f"Trace of {self.target or 'every server'}: {len(messages)} messages ({state})"
+        if extensions := self.extensions:
+            said = "; ".join(f"{s} {', '.join(short_extension(e) for e in ids)}" for s, ids in extensions.items())
+            head += f"; extensions: {said}"
         return f"{head}\n{render_text(messages, dropped=dropped)}"
 
     def _repr_html_(self) -> str:
         messages, dropped = self._snapshot()
         state = "recording" if self.recording else "stopped"
         head = f"<b>Trace of {self.target or 'every server'}</b>: {len(messages)} messages ({state})"
-        return f"<div>{head}{render_html(messages, dropped=dropped)}</div>"
+        return f"<div>{head}{render_html(messages, dropped=dropped, extensions=self.extensions)}</div>"
 
 
 __all__ = ["Trace"]

@@ -50,6 +50,7 @@ from pydantic import BaseModel, Field, create_model
 
 from workbench_magic.demo import chart_app
 from workbench_magic.demo.drawing import bar_png, scatter_png
+from workbench_magic.demo.skills import SkillsFolder
 from workbench_magic.demo.tables import DESCRIPTIONS, Cell, ColumnType, DatasetError, Table, load
 
 INSTRUCTIONS = """\
@@ -64,7 +65,9 @@ describe_with_model(dataset) asks the client's model for a description of a tabl
 (elicitation).
 The raw CSV of each table is the resource dataset://{name}."""
 
-mcp: MCPServer = MCPServer("datasets", instructions=INSTRUCTIONS, log_level="WARNING", extensions=[chart_app.apps])
+mcp: MCPServer = MCPServer(
+    "datasets", instructions=INSTRUCTIONS, log_level="WARNING", extensions=[chart_app.apps, SkillsFolder()]
+)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 

@@ -21,6 +21,7 @@ import anyio
 
 from workbench_magic.engine.catalog import same_tools
 from workbench_magic.engine.eras import MODERN, client_mode, discover
+from workbench_magic.engine.extension_tasks import tasks_extension_offer
 from workbench_magic.engine.extensions import apps_extension_offer, declared_extensions, skills_extension_offer
 from workbench_magic.engine.lazy import LazyStart
 from workbench_magic.engine.listening import Listening, ListKind
@@ -425,8 +426,9 @@ class Connection(Requesting, Listening):
         return info if self.client_side is None else {**info, **self.client_side.callbacks(self)}
 
     def _extension_offers(self) -> list[Any]:
-        """The extensions offered this server (extensions.py)."""
-        offers = [skills_extension_offer()]
+        """The extensions offered this server (extensions.py). Tasks (extension_tasks.py) are
+        declared on 2026-07-28 requests only: the SDK drops a claim-bearing extension elsewhere."""
+        offers = [skills_extension_offer(), tasks_extension_offer()]
         if self.apps:
             offers.append(apps_extension_offer())
         return offers

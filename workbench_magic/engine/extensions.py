@@ -40,6 +40,26 @@ def skills_extension_offer() -> ClientExtension:
     return advertise(SKILLS_EXTENSION_ID)
 
 
+async def raw_request(
+    session: Any, method: str, params: dict[str, Any] | None, *, name: str | None = None
+) -> dict[str, Any]:
+    """Send a request the SDK has no method for (an extension's: `skills/list`, `tasks/get`) the
+    way the session sends its own: stamped with the era's per-request fields (protocol version,
+    capabilities, log level on 2026-07-28), `name` as its `Mcp-Name` header. Returns the raw
+    result; an error answer raises the SDK's `MCPError`, as for any request (boundary.py maps it).
+
+    The session's stamp and dispatcher are private members (checked with mcp 2.3)."""
+    from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
+
+    data: dict[str, Any] = {"method": method, "params": dict(params or {})}
+    options: dict[str, Any] = {}
+    session._stamp(data, options)
+    if name is not None:
+        options.setdefault("headers", {}).setdefault(MCP_NAME_HEADER, encode_header_value(name))
+    result: dict[str, Any] = await session._dispatcher.send_raw_request(data["method"], data.get("params"), options)
+    return result
+
+
 def declared_extensions(capabilities: Any) -> tuple[str, ...]:
     """The ids of the extensions a server's capabilities declare, sorted."""
     return tuple(sorted(getattr(capabilities, "extensions", None) or ()))
@@ -52,5 +72,6 @@ __all__ = [
     "TASKS_EXTENSION_ID",
     "apps_extension_offer",
     "declared_extensions",
+    "raw_request",
     "skills_extension_offer",
 ]

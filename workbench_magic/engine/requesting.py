@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.extension_tasks import following_task
+from workbench_magic.engine.extensions import TASKS_EXTENSION_ID
 from workbench_magic.engine.lazy import LazyStart, cached_list
 from workbench_magic.engine.runtime import Channel, current_channel
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
@@ -49,6 +51,7 @@ class Requesting:
     error: str | None
     secrets: frozenset[str]
     capabilities: Any
+    extensions: tuple[str, ...]
     request_timeout: float | None
     lazy: LazyStart | None
     subscriptions: ResourceSubscriptions
@@ -91,7 +94,10 @@ class Requesting:
     ) -> Any:
         """Send `tools/call`; cancellation (timeout, interrupt) cancels it on the server.
 
-        `task`: run it as an MCP task (tasks.py), `on_status` hearing each status."""
+        `task`: run it as an MCP task (tasks.py), `on_status` hearing each status. On 2026-07-28
+        the server decides: with the tasks extension negotiated, any call it answers with a task
+        is followed to its end (extension_tasks.py), its statuses to `on_status` and its status
+        messages as progress; without it, a call that must run as a task fails at once."""
         await self.ensure_connected()
         client = self.client()
 
@@ -103,15 +109,16 @@ class Requesting:
                 if asyncio.iscoroutine(out):
                     await out
 
+        answer = on_progress if progress is not None else None
         with self._request("call", name, timeout):
+            if self.modern and TASKS_EXTENSION_ID in self.extensions:
+                with following_task(on_status, answer):
+                    return await client.call_tool(name, arguments, progress_callback=answer)
             if task:
                 if self.modern:
                     raise TaskRequiredError(f"{request_text('call', name, self.name, self.toolbox)}: {MODERN_TASKS}")
-                answer = on_progress if progress is not None else None
                 return await call_as_task(client.session, name, arguments, on_status=on_status, progress=answer)
-            return await client.call_tool(
-                name, arguments, progress_callback=on_progress if progress is not None else None
-            )
+            return await client.call_tool(name, arguments, progress_callback=answer)
 
     @contextlib.contextmanager
     def _request(self, kind: str, name: str, timeout: float | None) -> Iterator[None]:

@@ -16,7 +16,7 @@ The MCP SDK (2.3) defines the task models but sends and answers none of the task
   handler before the session starts.
 These are the session's private members (checked with mcp 2.3); where they are missing, a task
 call fails with one line and client-side tasks are not declared. The 2026-07-28 era moved tasks
-into an extension that the SDK does not implement (see the README).
+into an extension (SEP-2663), followed in extension_tasks.py when the server declares it.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ CLIENT_TASKS_KEPT = 100
 oldest ended ones go first (a running one is always kept)."""
 
 MODERN_TASKS = (
-    "it must run as a task, and this server speaks 2026-07-28, where tasks are an extension "
-    "the MCP SDK does not implement yet"
+    "it must run as a task, and this server speaks 2026-07-28 without the tasks extension "
+    "(io.modelcontextprotocol/tasks)"
 )
 
 StatusCallback = Callable[[TaskState], None]
@@ -169,11 +169,20 @@ async def _cancel(session: Any, task_id: str) -> None:
     """`tasks/cancel`, bounded and shielded: the caller is already going."""
     import mcp_types as types
 
+    await cancel_shielded(
+        lambda: session.send_request(
+            types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id)), types.CancelTaskResult
+        ),
+        task_id,
+    )
+
+
+async def cancel_shielded(send: Callable[[], Awaitable[Any]], task_id: str) -> None:
+    """Send a task's cancellation (`send()`), shielded from the caller's own cancellation and
+    bounded by `CANCEL_GRACE`: the caller is already going. A failure is only logged."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
         try:
-            await session.send_request(
-                types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id)), types.CancelTaskResult
-            )
+            await send()
         except Exception as exc:
             logger.debug("tasks/cancel %s: %s", task_id, exc)
 
@@ -348,4 +357,4 @@ class ClientTasks:
         self._tasks.clear()
 
 
-__all__ = ["MODERN_TASKS", "ClientTasks", "StatusCallback", "TaskEnded", "call_as_task"]
+__all__ = ["MODERN_TASKS", "ClientTasks", "StatusCallback", "TaskEnded", "call_as_task", "cancel_shielded"]

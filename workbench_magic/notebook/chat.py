@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["ChatMagics", "LiveChatView", "chat_view", "show_turn"]
 
 CHAT_HINT = (
-    "Usage: %%chat [TOOLBOX] [--model PROVIDER:MODEL | --model $VARIABLE] with the prompt in the cell; "
-    "%chat reset starts over"
+    "Usage: %%chat [TOOLBOX] [--model PROVIDER:MODEL | --model $VARIABLE] [--skill TOOLBOX/SERVER/NAME ...] "
+    "with the prompt in the cell; %chat reset starts over"
 )
 
 _streamed: list[tuple[ChatTurn, int]] = []
@@ -176,9 +176,10 @@ def chat_view() -> LiveChatView | None:
 # ---- the magics ---------------------------------------------------------------------------------
 @magics_class
 class ChatMagics(Magics):
-    """`%%chat [TOOLBOX] [--model M]` and `%chat reset`.
+    """`%%chat [TOOLBOX] [--model M] [--skill TOOLBOX/SERVER/NAME ...]` and `%chat reset`.
 
     `--model` is a `provider:model` name, or `$name`: the pydantic-ai `Model` in a notebook variable.
+    `--skill` (again for more) names a skill the model follows this turn (`wb.chat(skills=...)`).
 
     Args:
         shell: the IPython shell.
@@ -202,11 +203,12 @@ class ChatMagics(Magics):
         parser = MagicParser("%%chat", CHAT_HINT)
         parser.add_argument("toolbox", nargs="?")
         parser.add_argument("--model", default=None)
+        parser.add_argument("--skill", action="append", default=None)
         ns = parser.parse(argv)
         prompt = cell.strip()
         if not prompt:
             raise_alone(UsageError(f"%%chat needs a prompt in the cell. {CHAT_HINT}"))
-        return self._workbench().chat(prompt, toolbox=ns.toolbox, model=self._model(ns.model))
+        return self._workbench().chat(prompt, toolbox=ns.toolbox, model=self._model(ns.model), skills=ns.skill)
 
     def _model(self, text: str | None) -> Any:
         """`--model`: a `provider:model` name, or `$name`: the model object in the notebook's variable."""

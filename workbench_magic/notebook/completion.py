@@ -87,7 +87,7 @@ class MagicCompleter:
             return ([*names, "--all"] if sub == "close" else names) if sub != "list" else []
         if sub in ("describe", "prompt") and index == 2:
             return self._tool_paths()
-        if sub in ("tools", "resources", "prompts", "reconnect", "logs", "read") and index == 2:
+        if sub in ("tools", "resources", "skills", "prompts", "reconnect", "logs", "read") and index == 2:
             return self._server_paths(include_toolboxes=sub not in ("logs", "read"))
         if sub == "tools":
             return ["--search"]

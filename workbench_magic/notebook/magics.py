@@ -176,6 +176,12 @@ class WorkbenchMagics(Magics):
         ]
         return TableView(("server", "uri", "kind", "description"), rows, "Resources", "(no resources)")
 
+    def _cmd_skills(self, args: list[str]) -> Any:
+        p = self._parser("skills")
+        p.add_argument("target", nargs="?")
+        ns = p.parse(args)
+        return self.workbench.skills(ns.target)
+
     def _cmd_read(self, args: list[str]) -> Any:
         p = self._parser("read")
         p.add_argument("server")

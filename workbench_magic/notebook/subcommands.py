@@ -48,6 +48,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "%workbench prompt TOOLBOX/SERVER/PROMPT [key=value ...]",
         "Render one prompt. Tab completes argument names and, where the server offers them, values.",
     ),
+    "skills": (
+        "%workbench skills [TOOLBOX[/SERVER]]",
+        "Skills of servers (SEP-2640): name, description, files. A server without the skills extension\n"
+        "has its skills found among its skill:// resources; one with neither says so. Read one with\n"
+        "wb.skill('TOOLBOX/SERVER', NAME).",
+    ),
     "reconnect": ("%workbench reconnect TOOLBOX[/SERVER]", "Restart and reconnect a server or a whole toolbox."),
     "logs": ("%workbench logs TOOLBOX/SERVER", "A server's log: its stderr and the log messages it sent."),
     "history": ("%workbench history", "Every tool call of this session: tool, arguments, time, ok or error."),

@@ -34,6 +34,8 @@ import mcp_types as types
 import mcp_types.methods as methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from workbench_magic.engine.extensions import TASKS_EXTENSION_ID
+
 logger = logging.getLogger("workbench_magic.server")
 
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -253,6 +255,8 @@ def _plain_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, 
     if not isinstance(meta, dict) or meta.keys() - _ENVELOPE or not isinstance(meta.get(_CAPABILITIES_KEY), dict):
         return None
     if meta[_CAPABILITIES_KEY].keys() & _ASKABLE:  # a question could travel back: the SDK serves the retry
+        return None
+    if TASKS_EXTENSION_ID in (meta[_CAPABILITIES_KEY].get("extensions") or {}):  # it may be answered with a task
         return None
     version = meta.get(_VERSION_KEY)
     if version not in MODERN_PROTOCOL_VERSIONS:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.shared.subscriptions import ToolsListChanged
 
 from workbench_magic.api.workbench import Workbench
@@ -35,6 +36,8 @@ from workbench_magic.serve.forwarding import (
     declare_sampling_as_upstream,
     no_upstream_sampling,
 )
+from workbench_magic.serve.skills import SkillsForwarding
+from workbench_magic.serve.tasks import TasksServing
 from workbench_magic.vocabulary import served
 from workbench_magic.vocabulary.errors import WorkbenchError
 from workbench_magic.vocabulary.events import ToolsChanged
@@ -101,11 +104,16 @@ class WorkbenchServer(MCPServer):
     """An `MCPServer` whose tools are the meta-tools (and, in dynamic mode, the opened tools)."""
 
     def __init__(self, workbench: Workbench, mode: Mode = "proxy") -> None:
+        self.skills = SkillsForwarding(workbench)
+        """The downstream servers' skills, served through the Skills extension (skills.py)."""
+        self.tasks = TasksServing(workbench, self._forwarded_tool)
+        """Downstream tasks served as tasks to 2026-07-28 hosts that opt in (tasks.py)."""
         super().__init__(
             name="mcp-workbench",
             version=_version(),
             instructions=instructions(workbench),
             log_level="WARNING",
+            extensions=[self.skills, self.tasks],
         )
         self.workbench = workbench
         self.mode: Mode = mode
@@ -152,6 +160,15 @@ class WorkbenchServer(MCPServer):
                 )
             )
         return tools
+
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        """A served skill's file (skills.py) is read from its downstream server; any other URI is
+        the SDK's to answer."""
+        try:
+            served = await self.skills.read(str(uri))
+        except WorkbenchError as exc:
+            raise ResourceError(str(exc)) from None
+        return served if served is not None else await super().read_resource(uri, context)
 
     @property
     def lowlevel(self) -> Any:
@@ -226,6 +243,18 @@ class WorkbenchServer(MCPServer):
             where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
             return _error(f"Tool '{ident.name}' {where} is for its app only")
         return await self._forward(ident, arguments.get("arguments") or {}, context)
+
+    def _forwarded_tool(self, name: str, arguments: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
+        """The downstream tool a call of `name` reaches, with its arguments (None: a meta-tool
+        other than `use_tool`, or an unknown name)."""
+        if name == "use_tool":
+            _check_arguments(META_TOOLS[name], arguments)
+            inner = arguments.get("arguments") or {}
+            if not isinstance(inner, dict):
+                return None
+            return parse_identifier(arguments["tool"]), inner
+        info = self._dynamic.get(name)
+        return (info.identifier, arguments) if info is not None else None
 
     def _starts_servers(self, name: str, arguments: dict[str, Any]) -> bool:
         """Whether serving this (checked) call may start a downstream server: the open of a toolbox

@@ -202,9 +202,29 @@ class UrlElicitationRequired(RequestError):
 class TaskRequiredError(ToolError):
     """The tool must run as a task (`execution.taskSupport: required`) the workbench cannot run on its server.
 
-    Its server's protocol era has no task the workbench can run (2026-07-28: an extension the MCP
-    SDK lacks).
+    Its server speaks 2026-07-28 without the tasks extension (`io.modelcontextprotocol/tasks`,
+    SEP-2663), where tasks live on that era.
     """
+
+
+class SkillDigestError(RequestError):
+    """A file of a skill does not match the digest its server listed: it changed since the listing.
+
+    `Skill 'x' of server 's' in toolbox 't': references/guide.md does not match its listed digest
+    (sha256:ab12…): it changed since it was listed; list the skills again`. `wb.skills(...)` lists them
+    again; `wb.skill(...)` then reads the skill with the new digests.
+
+    Args:
+        message: the one-line message.
+        file: the file's path in the skill (`references/guide.md`).
+
+    Attributes:
+        file: the path in the skill of the file that does not match.
+    """
+
+    def __init__(self, message: str, *, file: str) -> None:
+        super().__init__(message)
+        self.file = file
 
 
 class ModelError(WorkbenchError):
@@ -277,6 +297,29 @@ def import_pandas(feature: str = "to_pandas()") -> Any:
     else:
         return pandas
     raise_alone(missing_extra(feature, "pandas", "pandas"))
+
+
+def skill_text(name: str, server: str, toolbox: str) -> str:
+    """The start of a skill's message: `Skill 'x' of server 's' in toolbox 't'`."""
+    return f"Skill '{name}' of server '{server}' in toolbox '{toolbox}'"
+
+
+def skill_not_found(name: str, server: str, toolbox: str, known: Iterable[str]) -> NotFoundError:
+    """`Skill 'x' not found in server 's' (toolbox 't'). Skills: a, b` (`none` when it lists none)."""
+    shown = ", ".join(sorted(known)) or "none"
+    return NotFoundError(f"Skill '{name}' not found in server '{server}' (toolbox '{toolbox}'). Skills: {shown}")
+
+
+def skill_digest_mismatch(name: str, server: str, toolbox: str, file: str, digest: str) -> SkillDigestError:
+    """`Skill 'x' of server 's' in toolbox 't': references/guide.md does not match its listed digest
+    (sha256:ab12…): it changed since it was listed; list the skills again`."""
+    algorithm, _, value = digest.partition(":")
+    shown = f"{algorithm}:{value[:12]}…" if value and len(value) > 12 else digest
+    return SkillDigestError(
+        f"{skill_text(name, server, toolbox)}: {file} does not match its listed digest ({shown}): "
+        "it changed since it was listed; list the skills again",
+        file=file,
+    )
 
 
 def model_failed(model: str, reason: str) -> ModelError:

@@ -19,8 +19,15 @@ SKILL_FILE = "SKILL.md"
 
 @dataclass(frozen=True)
 class SkillFile:
-    """One file of a skill: its path in the skill (`SKILL.md`, `scripts/run.py`), its URI, and the
-    size and SHA-256 digest (`sha256:<hex>`) its server listed (None when it listed none)."""
+    """One file of a skill, as its server listed it.
+
+    Attributes:
+        name: its path in the skill (`SKILL.md`, `scripts/run.py`).
+        uri: its resource URI (`skill://csv-cleaning/scripts/run.py`).
+        size: its size in bytes, as listed (None when the server listed none).
+        digest: its digest, as listed (`sha256:<hex>`; None when the server listed none: `skill://`
+            resources found without the extension).
+    """
 
     name: str
     uri: str
@@ -53,7 +60,8 @@ class SkillInfo:
         return next((f for f in self.files if f.name == name), None)
 
     def __repr__(self) -> str:
-        return f"{self.target}: {self.description} ({_count(len(self.files), 'file')})"
+        found = "; skill:// resources, no digests" if self.source == "resources" else ""
+        return f"{self.target}: {self.description} ({_count(len(self.files), 'file')}{found})"
 
 
 class SkillList(list[SkillInfo]):
@@ -80,8 +88,13 @@ class SkillList(list[SkillInfo]):
 
 @dataclass(frozen=True)
 class Skill:
-    """A skill read whole: `.instructions` (the `SKILL.md` text) and `.files` (path -> text, or
-    bytes for a binary file), every file checked against its listed digest."""
+    """A skill read whole (`wb.skill`), every file checked against its listed digest.
+
+    Attributes:
+        info: the skill as listed (`SkillInfo`).
+        instructions: the `SKILL.md` text, frontmatter and all (what a chat gives the model).
+        files: every file of the skill, `SKILL.md` too: path -> text, or bytes for a binary file.
+    """
 
     info: SkillInfo
     instructions: str

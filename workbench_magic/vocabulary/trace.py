@@ -19,10 +19,11 @@ others say which `.messages[i]` of the trace holds it; the Protocol tab asks the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from workbench_magic.vocabulary.listings import short_extension
 from workbench_magic.vocabulary.rendering import esc, shorten
 
 Direction = Literal["sent", "received"]
@@ -172,9 +173,11 @@ def render_html(
     budget: int = DIAGRAM_BUDGET,
     whole: int = WHOLE_BUDGET,
     ask_whole: bool = False,
+    extensions: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """A sequence diagram: the workbench and each server as lanes, an arrow per message between
     their lifelines, each exchange on its own shade; click an arrow for the message as JSON.
+    `extensions` (server -> the ids of its extensions) show under each server's name.
 
     It draws the newest messages whose HTML fits `budget` characters (at least one), each as a
     preview with long values shortened. A shortened message carries its whole JSON while `whole`
@@ -194,7 +197,7 @@ def render_html(
             break
         drawn[id(item)] = arrow
         used, whole_left = used + len(arrow), whole_left - took
-    parts = [_head(servers)]
+    parts = [_head(servers, extensions or {})]
     if dropped:
         parts.append(f"<div><i>{dropped} older messages dropped</i></div>")
     if len(drawn) < len(messages):
@@ -215,9 +218,17 @@ def _grid(servers: Sequence[str]) -> str:
     return f"display:grid;grid-template-columns:{columns};align-items:end"
 
 
-def _head(servers: Sequence[str]) -> str:
+def _head(servers: Sequence[str], extensions: Mapping[str, Sequence[str]]) -> str:
+    def under(name: str) -> str:
+        ids = extensions.get(name)
+        if not ids:
+            return ""
+        shown = " · ".join(short_extension(e) for e in ids)
+        return f"<br><span class='wb-trace-extensions' style='font-weight:normal;color:#555'>{esc(shown)}</span>"
+
     names = "".join(
-        f"<b style='grid-column:{2 + 2 * n} / span 2;text-align:center;overflow-wrap:anywhere'>{esc(name)}</b>"
+        f"<b style='grid-column:{2 + 2 * n} / span 2;text-align:center;overflow-wrap:anywhere'>{esc(name)}"
+        f"{under(name)}</b>"
         for n, name in enumerate(["workbench", *servers])
     )
     return f"<div style='{_grid(servers)};border-bottom:1px solid #ccc'>{names}</div>"

@@ -293,7 +293,7 @@ def test_a_closed_explorer_unsubscribes(wb: Workbench) -> None:
 def test_tabs_and_markdown_descriptions(wb: Workbench) -> None:
     explorer = Explorer(wb, "t")
     try:
-        titles = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol", "Models")
+        titles = ("Tools", "Resources", "Skills", "Prompts", "Logs", "History", "Tasks", "Protocol", "Models")
         assert explorer.tabs.titles == titles
         explorer.select("t/s/echo")
         shown = [o["data"] for o in explorer.tool_doc.outputs]
@@ -304,9 +304,9 @@ def test_tabs_and_markdown_descriptions(wb: Workbench) -> None:
         label = dict((v, lbl) for lbl, v in explorer.server_select.options)["s"]
         assert label.endswith("· 2026-07-28") and " tools · " in label
         # a pane reads its server when its tab is shown
-        explorer.tabs.selected_index = 1
+        explorer.tabs.selected_index = titles.index("Resources")
         assert explorer.resources.target == "t/s"
-        explorer.tabs.selected_index = 3
+        explorer.tabs.selected_index = titles.index("Logs")
         assert "connecting (stdio)" in explorer.logs.text
     finally:
         explorer.close()

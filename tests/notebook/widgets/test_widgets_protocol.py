@@ -171,7 +171,8 @@ def test_in_a_kernel_the_tab_follows_the_messages_every_second(wb: Workbench) ->
             pane = show_protocol(explorer)
             await wb.acall("t/s/echo", {"text": "ticked"})
             shown = await wait_until_async(lambda: "ticked" in pane.view.value, 5)
-            counted = "2 messages (recording t/s)" in pane.status.value
+            # the call's request may be drawn a tick before its result: the count follows
+            counted = await wait_until_async(lambda: "2 messages (recording t/s)" in pane.status.value, 5)
             explorer.tabs.selected_index = 0
             stopped = recordings(wb) == ()
             ticking = await wait_until_async(lambda: explorer._log_timer is None, 5)  # the tick ends with the tab

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+from workbench_magic.vocabulary.listings import short_extension
 from workbench_magic.vocabulary.rendering import esc
 
 if TYPE_CHECKING:
@@ -49,13 +50,16 @@ def tool_label(tool: ToolInfo) -> str:
 
 
 def server_html(status: ServerStatus) -> str:
-    """A server's status line: its error, or state, transport, protocol and tool count."""
+    """A server's status line: its error, or state, transport, protocol, tool count, who it is and
+    the extensions it declares."""
     if status.status == "failed":
         return f"<div style='color:#b00020;white-space:pre-wrap'>{esc(status.error)}</div>"
     info = f" · {esc(status.server_info)}" if status.server_info else ""
+    extensions = ", ".join(short_extension(e) for e in status.extensions)
+    said = f" · <span class='wb-server-extensions'>extensions {esc(extensions)}</span>" if extensions else ""
     return (
         f"<div>{esc(status.status)} · {esc(status.transport)} · protocol {esc(status.protocol)}"
-        f" · {status.tool_count} tools{info}</div>"
+        f" · {status.tool_count} tools{info}{said}</div>"
     )
 
 

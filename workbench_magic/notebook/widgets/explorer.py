@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 FORM_CACHE = 32
 """Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
-TABS = ("Tools", "Resources", "Prompts", "Logs", "History", "Tasks", "Protocol", "Models")
+TABS = ("Tools", "Resources", "Skills", "Prompts", "Logs", "History", "Tasks", "Protocol", "Models")
 """The explorer's tabs, in order."""
 TICKING = ("Logs", "Resources", "Tasks", "Protocol", "Models")
 """The tabs brought up to date every second while they show (Resources and Models: `sync()`)."""
@@ -183,11 +183,13 @@ class Explorer:
         from workbench_magic.notebook.widgets.prompt_pane import PromptPane
         from workbench_magic.notebook.widgets.protocol_pane import ProtocolPane
         from workbench_magic.notebook.widgets.resource_pane import ResourcePane
+        from workbench_magic.notebook.widgets.skill_pane import SkillPane
         from workbench_magic.notebook.widgets.task_pane import TaskPane
 
         self._pane_targets: dict[str, tuple[str | None, str | None]] = {}
         return {
             "Resources": ResourcePane(self.workbench),
+            "Skills": SkillPane(self.workbench),
             "Prompts": PromptPane(self.workbench),
             "Logs": LogPane(self.workbench),
             "Tasks": TaskPane(self.workbench),
@@ -199,6 +201,11 @@ class Explorer:
     def resources(self) -> Any:
         """The Resources tab's pane."""
         return self._panes["Resources"]
+
+    @property
+    def skills(self) -> Any:
+        """The Skills tab's pane (the chosen server's skills, read with their digests checked)."""
+        return self._panes["Skills"]
 
     @property
     def prompts(self) -> Any:
