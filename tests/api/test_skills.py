@@ -198,3 +198,16 @@ def test_chat_with_a_changed_skill_fails_before_the_model_is_asked(wb: Workbench
     with pytest.raises(UsageError, match=r"^Name each skill as toolbox/server/name, not 't/s'$"):
         wb.chat("Notes", toolbox="t", model=model.model(), skills=["t/s"])
     assert model.instructions == []
+
+
+def test_a_toolset_with_skills_gives_an_agent_their_instructions(wb: Workbench, folder: Path) -> None:
+    from pydantic_ai import Agent
+
+    model = Scripted()
+    toolset = wb.toolset("t/s", skills=["t/s/csv-cleaning"])
+    Agent(model.model(), toolsets=[toolset]).run_sync("Clean data.csv")
+    [told] = model.instructions
+    assert told is not None and "Follow the skill csv-cleaning (t/s/csv-cleaning)" in told
+    assert (folder / "csv-cleaning" / "SKILL.md").read_text().strip() in told
+    Agent(model.model(), toolsets=[wb.toolset("t/s")]).run_sync("Again")
+    assert not model.instructions[-1]  # no skills, no instructions of the toolset's

@@ -5,7 +5,10 @@ through serve with the downstream digests intact."""
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +117,30 @@ def test_the_workbench_through_serve_reads_served_skills_with_digests_checked(
     skill = wb.skill("up/serve", "dev-docs-csv-cleaning")
     assert skill.instructions == (tmp_path / "skills" / "csv-cleaning" / "SKILL.md").read_text()
     assert set(skill.files) >= {"references/guide.md", "scripts/normalise.py"}
+
+
+def test_a_typescript_sdk_host_that_declares_skills_lists_them(config: Path, folder: Path) -> None:
+    """The TypeScript SDK (its client, pinned in tests/servers/package.json) as the host."""
+    node = shutil.which("node")
+    sdk = SERVERS / "node_modules" / "@modelcontextprotocol" / "sdk"
+    if node is None or not sdk.exists():
+        pytest.skip("the TypeScript SDK is not installed (cd tests/servers && npm ci)")
+    from test_server import serve_command
+
+    command = serve_command(config)
+    out = subprocess.run(
+        [node, str(SERVERS / "skills_host.mjs"), "dev", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    names = [s["frontmatter"]["name"] for s in got["listing"]["skills"]]
+    assert names == ["dev-docs-csv-cleaning", "dev-docs-release-notes"]
+    first = got["listing"]["skills"][0]["resources"][0]
+    text = got["read"]["contents"][0]["text"]
+    assert first["uri"] == "skill://dev-docs-csv-cleaning/SKILL.md"
+    assert "sha256:" + hashlib.sha256(text.encode()).hexdigest() == first["digest"]
+    assert text == (folder / "csv-cleaning" / "SKILL.md").read_text()

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from workbench_magic.api.chat_agent import Conversation
     from workbench_magic.api.server_features import ServerFeatureMethods
     from workbench_magic.api.toolsets import ToolsetMethods
-    from workbench_magic.vocabulary.skills import Skill
 
 __all__ = ["ChatMethods", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView", "chat_view", "set_chat_view"]
 
@@ -111,7 +110,7 @@ class ChatMethods(Facade):
 
         target = toolbox if toolbox is not None else self._chat_toolbox()
         resolved = resolve_model(self, model)
-        read = self._chat_skills(skills)
+        read = cast("ServerFeatureMethods", self).skills_named(skills)
         from workbench_magic.api.chat_agent import Turn
 
         channel = waiting_channel()
@@ -149,19 +148,6 @@ class ChatMethods(Facade):
             conversation = Conversation()
             self._chat_conversation = conversation
         return conversation
-
-    def _chat_skills(self, skills: str | Iterable[str] | None) -> tuple[Skill, ...]:
-        """The skills a chat names (`"toolbox/server/name"`, or a list of them), each read whole."""
-        if skills is None:
-            return ()
-        names = [skills] if isinstance(skills, str) else list(skills)
-        read: list[Skill] = []
-        for name in names:
-            parts = name.split("/", 2) if isinstance(name, str) else []
-            if len(parts) != 3 or not all(parts):
-                raise UsageError(f"Name each skill as toolbox/server/name, not {name!r}")
-            read.append(cast("ServerFeatureMethods", self).skill(f"{parts[0]}/{parts[1]}", parts[2]))
-        return tuple(read)
 
     def _chat_toolbox(self) -> str:
         """The toolbox a chat uses when none is named: the one opened last."""

@@ -289,8 +289,7 @@ def instructions(skills: Sequence[Skill] = ()) -> str:
         The instructions of the turn.
     """
     parts = [INSTRUCTIONS]
-    for skill in skills:
-        parts.append(f"Follow the skill {skill.name} ({skill.info.target}):\n\n{skill.instructions.strip()}")
+    parts.extend(skill.as_instructions() for skill in skills)
     return "\n\n".join(parts)
 
 

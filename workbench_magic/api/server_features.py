@@ -7,14 +7,14 @@ methods run on the workbench loop against the workbench's core, with its current
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.engine import server_features, skills
 from workbench_magic.engine.boundary import contained
 from workbench_magic.engine.runtime import Channel, LoopChannel
-from workbench_magic.vocabulary.errors import NotFoundError
+from workbench_magic.vocabulary.errors import NotFoundError, UsageError
 from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo
 from workbench_magic.vocabulary.results import PromptResult, ResourceResult
 from workbench_magic.vocabulary.skills import Skill, SkillList
@@ -404,3 +404,18 @@ class ServerFeatureMethods:
             The skill, as `skill` returns it.
         """
         return await self._server.askill(target, name, timeout=timeout)
+
+    def skills_named(self, names: str | Iterable[str] | None) -> tuple[Skill, ...]:
+        """The skills `names` names (`"toolbox/server/name"`, or a list of them), each read whole.
+
+        Each is read with `skill`: what `wb.chat(skills=...)` and `wb.toolset(skills=...)` give the model.
+        """
+        if names is None:
+            return ()
+        read: list[Skill] = []
+        for name in [names] if isinstance(names, str) else list(names):
+            parts = name.split("/", 2) if isinstance(name, str) else []
+            if len(parts) != 3 or not all(parts):
+                raise UsageError(f"Name each skill as toolbox/server/name, not {name!r}")
+            read.append(self.skill(f"{parts[0]}/{parts[1]}", parts[2]))
+        return tuple(read)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from workbench_magic.api.framework_tools import BeforeCall, Caller, FrameworkTool, OnCall, ToolSelection
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.results import ToolResult
+    from workbench_magic.vocabulary.skills import Skill
 
 __all__ = ["WorkbenchToolset", "tool_output"]
 
@@ -84,6 +86,7 @@ class WorkbenchToolset(AbstractToolset[Any]):
         selection: the tools, with their names.
         before_call: awaited before each call (raising refuses it).
         on_call: called after each call with its result.
+        skills: skills read for the agent: their instructions are the toolset's.
     """
 
     def __init__(
@@ -93,23 +96,33 @@ class WorkbenchToolset(AbstractToolset[Any]):
         *,
         before_call: BeforeCall | None = None,
         on_call: OnCall | None = None,
+        skills: Sequence[Skill] = (),
     ) -> None:
         self._caller = caller
         self._selection = selection
         self._before_call = before_call
         self._on_call = on_call
+        self._skills = tuple(skills)
         self._built: tuple[tuple[FrameworkTool, ...], int] | None = None
         self._tools: dict[str, ToolsetTool[Any]] = {}
 
     @property
     def id(self) -> str:
-        """`workbench:<target>`: unique per target among an agent's toolsets."""
-        return f"workbench:{self._selection.label}"
+        """`workbench/<target>`: unique per target among an agent's toolsets.
+
+        No `:`: pydantic-ai keeps it for the ids of a toolset's instructions."""
+        return f"workbench/{self._selection.label}".replace(":", "_")
 
     @property
     def selection(self) -> ToolSelection:
         """The tools this toolset offers (`selection.tools()`: each with its name and `ToolInfo`)."""
         return self._selection
+
+    async def get_instructions(self, ctx: RunContext[Any]) -> str | None:
+        """The skills the toolset was given (`wb.toolset(skills=...)`); None without skills.
+
+        Each `SKILL.md` whole, under a line that names it."""
+        return "\n\n".join(skill.as_instructions() for skill in self._skills) or None
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         """The selected tools, their definitions built again only when the tool list changed."""

@@ -12,6 +12,7 @@ the workbench keeps serves every call.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.extras import require_extra
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
     from workbench_magic.api.framework_tools import BeforeCall, Caller, OnCall, ToolSelection
+    from workbench_magic.api.server_features import ServerFeatureMethods
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.core import Core
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -53,6 +55,7 @@ class ToolsetMethods(Facade):
         prefix: bool = True,
         before_call: BeforeCall | None = None,
         on_call: OnCall | None = None,
+        skills: str | Iterable[str] | None = None,
     ) -> AbstractToolset[Any]:
         """A pydantic-ai toolset of a toolbox, a server, or a list of tools; every call goes through the workbench.
 
@@ -77,6 +80,9 @@ class ToolsetMethods(Facade):
             on_call: (internal, for `wb.chat`) `on_call(identifier, arguments, result)` after each call,
                 with the `ToolResult` (an error result saying what was raised when the call raised);
                 awaited when it returns an awaitable.
+            skills: skills (SEP-2640) the agent follows with these tools: `"toolbox/server/name"` or a
+                list of them, each read now (`wb.skill`, digests checked); the toolset's instructions
+                (pydantic-ai asks a toolset for them before each model request) are their `SKILL.md`s.
 
         Returns:
             A `pydantic_ai.toolsets.AbstractToolset`.
@@ -99,8 +105,9 @@ class ToolsetMethods(Facade):
         require_extra("pydantic_ai", extra="pydantic-ai", feature="wb.toolset")
         from workbench_magic.api.toolset_pydantic_ai import WorkbenchToolset
 
+        read = cast("ServerFeatureMethods", self).skills_named(skills)
         selection = self._tool_selection(target, prefix)
-        return WorkbenchToolset(cast("Caller", self), selection, before_call=before_call, on_call=on_call)
+        return WorkbenchToolset(cast("Caller", self), selection, before_call=before_call, on_call=on_call, skills=read)
 
     def langchain_tools(self, target: Any, *, prefix: bool = True) -> list[BaseTool]:
         """LangChain tools of a toolbox, a server, or a list of tools; every call goes through the workbench.

@@ -112,6 +112,12 @@ class Skill:
         files = _count(len(self.files), "file")
         return f"<Skill {self.info.target}: {files}, {len(self.instructions)} characters of instructions>"
 
+    def as_instructions(self) -> str:
+        """What a model is told to follow: its `SKILL.md` whole, under a line that names it.
+
+        Its other files stay in `files`."""
+        return f"Follow the skill {self.name} ({self.info.target}):\n\n{self.instructions.strip()}"
+
     def _repr_markdown_(self) -> str:
         return self.instructions
 
