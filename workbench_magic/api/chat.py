@@ -110,7 +110,7 @@ class ChatMethods(Facade):
 
         target = toolbox if toolbox is not None else self._chat_toolbox()
         resolved = resolve_model(self, model)
-        read = cast("ServerFeatureMethods", self).skills_named(skills)
+        read = cast("ServerFeatureMethods", self)._skills_named(skills)
         from workbench_magic.api.chat_agent import Turn
 
         channel = waiting_channel()

@@ -405,7 +405,7 @@ class ServerFeatureMethods:
         """
         return await self._server.askill(target, name, timeout=timeout)
 
-    def skills_named(self, names: str | Iterable[str] | None) -> tuple[Skill, ...]:
+    def _skills_named(self, names: str | Iterable[str] | None) -> tuple[Skill, ...]:
         """The skills `names` names (`"toolbox/server/name"`, or a list of them), each read whole.
 
         Each is read with `skill`: what `wb.chat(skills=...)` and `wb.toolset(skills=...)` give the model.

@@ -105,7 +105,7 @@ class ToolsetMethods(Facade):
         require_extra("pydantic_ai", extra="pydantic-ai", feature="wb.toolset")
         from workbench_magic.api.toolset_pydantic_ai import WorkbenchToolset
 
-        read = cast("ServerFeatureMethods", self).skills_named(skills)
+        read = cast("ServerFeatureMethods", self)._skills_named(skills)
         selection = self._tool_selection(target, prefix)
         return WorkbenchToolset(cast("Caller", self), selection, before_call=before_call, on_call=on_call, skills=read)
 
