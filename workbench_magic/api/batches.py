@@ -14,6 +14,7 @@ import asyncio
 import functools
 import math
 import operator
+import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.arguments import row_arguments
 from workbench_magic.vocabulary.batches import Batch
+from workbench_magic.vocabulary.checkpoints import Checkpoint, RowKey, record_of, restored, row_key
 from workbench_magic.vocabulary.errors import ConnectError, NotFoundError, UsageError, WorkbenchError
 
 if TYPE_CHECKING:
@@ -51,29 +53,69 @@ def run_batch(
     timeout: float | None = None,
     progress: bool = True,
     lookup: Lookup | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    key: RowKey = None,
+    retry_failed: bool = False,
 ) -> Batch:
     """`Workbench.map`: call `target` once per row, at most `concurrency` at once; a `Batch`.
 
     `call` is the workbench's call coroutine, `run` its way onto the loop, `lookup` finds the tool
     as a call would. A wrong target, rows that are not mappings or a `concurrency` below 1 raise a
-    one-line error before anything runs (and before the progress bar shows).
+    one-line error before anything runs (and before the progress bar shows). With `checkpoint`,
+    the rows it holds are not called again (those that failed are, with `retry_failed`), and each
+    row that finishes is written to it as it ends (checkpoints.py).
     """
     ident = parse_identifier(target)
     workers = _concurrency(concurrency)
     arguments = as_rows(rows)
     if not arguments:
         return Batch(identifier=ident)
+    keys: list[str] = []
+    store: Checkpoint | None = None
+    restored_rows: dict[int, tuple[ToolResult, WorkbenchError | None]] = {}
+    if checkpoint is not None:
+        keys = _keys(arguments, key)
+        store = Checkpoint(checkpoint, str(ident))
+        finished = store.finished()
+        for index, row_id in enumerate(keys):
+            record = finished.get(row_id)
+            if record is not None and (record.outcome == "ok" or not retry_failed):
+                restored_rows[index] = restored(ident, record)
+    pending = [i for i in range(len(arguments)) if i not in restored_rows]
     channel = waiting_channel()
-    if lookup is not None:
+    if lookup is not None and pending:
         run(lookup(ident), channel)  # a tool that is not there raises here, before any bar
-    bar = _Bar(str(ident), len(arguments)) if progress else None
+    bar = _Bar(str(ident), len(arguments), initial=len(restored_rows)) if progress else None
+
+    def write(index: int, result: ToolResult, error: WorkbenchError | None) -> None:
+        if store is not None:
+            store.write(record_of(keys[index], index, arguments[index], result, error))
+
     job = _Job(call, ident, arguments, workers, timeout, channel, bar.show if bar is not None else None)
+    job.resume(restored_rows, pending, write)
     try:
         results, errors, elapsed = run(job.run(), channel)
     finally:
         if bar is not None:
             bar.close()
+        if store is not None:
+            store.close()
     return Batch(results, identifier=ident, arguments=arguments, errors=errors, elapsed=elapsed)
+
+
+def _keys(arguments: list[dict[str, Any]], key: RowKey) -> list[str]:
+    """Each row's key in the checkpoint; two rows with one key are a usage error."""
+    keys: list[str] = []
+    seen: dict[str, int] = {}
+    for index, row in enumerate(arguments):
+        row_id = row_key(index, row, row, key)
+        if row_id in seen:
+            raise UsageError(
+                f"Rows {seen[row_id]} and {index} have the same key {row_id!r}: a checkpoint needs one per row"
+            )
+        seen[row_id] = index
+        keys.append(row_id)
+    return keys
 
 
 def _concurrency(value: Any) -> int:
@@ -144,12 +186,34 @@ class _Job:
         self.errors: dict[int, WorkbenchError] = {}
         self.done = 0
         self.failed = 0
+        self.answered = 0
+        """Rows answered by this run (not restored from a checkpoint)."""
+        self.pending = list(range(len(arguments)))
+        self.on_row: Callable[[int, ToolResult, WorkbenchError | None], None] | None = None
         self._posted = -math.inf
         self._timer: asyncio.TimerHandle | None = None
 
+    def resume(
+        self,
+        finished: Mapping[int, tuple[ToolResult, WorkbenchError | None]],
+        pending: list[int],
+        on_row: Callable[[int, ToolResult, WorkbenchError | None], None],
+    ) -> None:
+        """Start with the rows a checkpoint holds (`finished`), call only `pending`, and tell
+        `on_row(index, result, raised)` of each row as it ends (loop thread)."""
+        for index, (result, error) in finished.items():
+            self.results[index] = result
+            if error is not None:
+                self.errors[index] = error
+            self.failed += result.is_error
+        self.done = len(finished)
+        self.pending = pending
+        self.workers = max(1, min(self.workers, len(pending)))
+        self.on_row = on_row
+
     async def run(self) -> tuple[list[ToolResult], dict[int, WorkbenchError], float]:
         started = time.perf_counter()
-        rows = iter(range(len(self.arguments)))  # shared by the workers: they take the next row in turn
+        rows = iter(self.pending)  # shared by the workers: they take the next row in turn
         try:
             async with asyncio.TaskGroup() as group:
                 for _ in range(self.workers):
@@ -164,21 +228,22 @@ class _Job:
     async def _worker(self, rows: Iterator[int]) -> None:
         call, ident, timeout, arguments = self.call, self.ident, self.timeout, self.arguments
         for index in rows:
+            error: WorkbenchError | None = None
             try:
                 result = await call(ident, arguments[index], timeout, None)
             except WorkbenchError as exc:
                 # No row answered yet and the target itself is wrong or unreachable: raise it, as
                 # `call` would, rather than give every row the same error.
-                if self.done == 0 and isinstance(exc, NotFoundError | ConnectError):
+                if self.answered == 0 and isinstance(exc, NotFoundError | ConnectError):
                     raise
-                self.errors[index] = exc
-                self.results[index] = _raised(ident, arguments[index], exc)
-                self.failed += 1
-            else:
-                self.results[index] = result
-                if result.is_error:
-                    self.failed += 1
+                error = self.errors[index] = exc
+                result = _raised(ident, arguments[index], exc)
+            self.results[index] = result
+            self.failed += result.is_error
             self.done += 1
+            self.answered += 1
+            if self.on_row is not None:
+                self.on_row(index, result, error)
             if self.report is not None:
                 self._progress()
 
@@ -209,10 +274,10 @@ class _Bar:
     """A tqdm bar: a widget in a kernel, text on stderr elsewhere (`tqdm.auto`). Made, updated and
     closed on the thread that waits for the batch."""
 
-    def __init__(self, label: str, total: int) -> None:
+    def __init__(self, label: str, total: int, initial: int = 0) -> None:
         from tqdm.auto import tqdm
 
-        self._bar = tqdm(total=total, desc=label, unit="call")
+        self._bar = tqdm(total=total, initial=initial, desc=label, unit="call")
         self._failed = 0
         self._bar.set_postfix_str("failed=0", refresh=False)
 

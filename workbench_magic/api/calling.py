@@ -8,6 +8,7 @@ handles of started work are in tasks.py.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -182,14 +183,23 @@ class Calling(Facade):
         concurrency: int = 8,
         timeout: float | None = None,
         progress: bool = True,
+        checkpoint: str | os.PathLike[str] | None = None,
+        key: str | Callable[[Mapping[str, Any]], Any] | None = None,
+        retry_failed: bool = False,
     ) -> Batch:
         """Call one tool once per row, at most `concurrency` calls at once; a `Batch` in row order.
 
-        Rows are argument mappings, or a DataFrame's lines. A progress bar shows meanwhile
-        (`progress=False`: none). A tool error stays that row's result (`.is_error`); a row whose
-        call raised (a timeout, arguments that do not fit) holds an error result with what was raised
-        as its text, its error in `Batch.errors`: neither stops the batch. `timeout` is per call.
-        Ctrl-C / kernel interrupt cancels the calls still running, on the server.
+        Rows are argument mappings (a list, an iterator, a generator), or a DataFrame's lines. A
+        progress bar shows meanwhile (`progress=False`: none). A tool error stays that row's result
+        (`.is_error`); a row whose call raised (a timeout, arguments that do not fit) holds an error
+        result with what was raised as its text, its error in `Batch.errors`: neither stops the batch.
+        `timeout` is per call. Ctrl-C / kernel interrupt cancels the calls still running, on the server.
+
+        With `checkpoint`, each row is written to that file as it ends (JSON Lines: its key,
+        arguments, outcome and answer), and a batch run again with the same file calls only the rows
+        it does not hold yet: an interrupt, a killed kernel or a lost server costs only the rows
+        that had not finished. The progress bar starts at the rows already done; `Batch.load(path)`
+        reads a checkpoint back.
 
         Args:
             target: the tool, as `call` takes it.
@@ -198,12 +208,18 @@ class Calling(Facade):
             concurrency: how many calls run at once (at least 1).
             timeout: seconds each call may take.
             progress: whether to show a progress bar (a widget in a kernel, text on stderr elsewhere).
+            checkpoint: a file that keeps each finished row (made when missing).
+            key: how the checkpoint tells rows apart: a column's name, or a function of a row's
+                arguments; None: the row's index and a hash of its arguments.
+            retry_failed: call again the rows the checkpoint holds as failed (a tool error, or a call
+                that raised).
 
         Returns:
             One `ToolResult` per row, in row order.
 
         Raises:
-            UsageError: `rows` are not mappings, or `concurrency` is below 1; nothing ran.
+            UsageError: `rows` are not mappings, `concurrency` is below 1, two rows have one `key`, or
+                `checkpoint` is another tool's (or no checkpoint); nothing ran.
             InvalidIdentifierError: `target` cannot be parsed.
             NotFoundError: the tool does not exist (raised as `call` would, before any row is answered).
             ConnectError: the server could not connect (likewise).
@@ -224,6 +240,9 @@ class Calling(Facade):
             timeout=timeout,
             progress=progress,
             lookup=self._lookup,
+            checkpoint=checkpoint,
+            key=key,
+            retry_failed=retry_failed,
         )
 
     async def _lookup(self, ident: ToolIdentifier) -> ToolInfo:

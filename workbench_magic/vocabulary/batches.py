@@ -9,6 +9,7 @@ Plain data: no SDK import; pandas is imported by `to_pandas()` only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,28 @@ class Batch(list["ToolResult"]):
         self.arguments: list[dict[str, Any]] = [dict(a) for a in arguments]
         self.errors: dict[int, WorkbenchError] = dict(sorted((errors or {}).items()))
         self.elapsed = elapsed
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Batch:
+        """The rows a checkpoint holds (`wb.map(..., checkpoint=path)`), in row order.
+
+        Args:
+            path: the checkpoint file.
+
+        Returns:
+            A batch of the rows finished so far (a row not finished yet is not in it).
+
+        Raises:
+            UsageError: there is no such file, or it is not a checkpoint.
+        """
+        from workbench_magic.vocabulary.checkpoints import read_checkpoint, restored
+        from workbench_magic.vocabulary.identifiers import parse_identifier
+
+        tool, records = read_checkpoint(path)
+        ident = parse_identifier(tool)
+        rows = [restored(ident, record) for record in records]
+        errors = {n: error for n, (_, error) in enumerate(rows) if error is not None}
+        return cls([r for r, _ in rows], identifier=ident, arguments=[r.arguments for r in records], errors=errors)
 
     # ---- counts ------------------------------------------------------------------------
     @property

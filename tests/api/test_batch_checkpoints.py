@@ -1,0 +1,160 @@
+"""Resumable `wb.map` (vocabulary/checkpoints.py, api/batches.py): each finished row is written to the
+checkpoint as it ends, and a batch run again with it calls only the rows it does not hold. The
+server (tests/servers/tallyserver.py) counts on disk every call it answers, so what was called,
+and how often, is the server's word, not ours."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SERVERS, python_server, toolbox, wait_until
+
+from workbench_magic import Batch, UsageError, Workbench
+
+ROWS = 40
+
+
+@pytest.fixture
+def tally(tmp_path: Path) -> Path:
+    return tmp_path / "tally.txt"
+
+
+@pytest.fixture
+def wb(make_workbench: Any, tally: Path) -> Workbench:
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": python_server(SERVERS / "tallyserver.py", str(tally))})}})
+    wb.open("t")
+    return wb
+
+
+def counted(tally: Path) -> Counter[str]:
+    """How many times the server answered each row."""
+    return Counter(tally.read_text().split()) if tally.exists() else Counter()
+
+
+def rows(n: int = ROWS, **extra: Any) -> list[dict[str, Any]]:
+    return [{"row": f"r{i:03d}", **extra} for i in range(n)]
+
+
+def test_a_run_writes_every_row_and_a_rerun_calls_none(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    first = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", progress=False)
+    assert [r.text for r in first] == [f"counted r{i:03d}" for i in range(ROWS)]
+    assert counted(tally) == Counter(f"r{i:03d}" for i in range(ROWS))
+    lines = checkpoint.read_text().splitlines()
+    assert json.loads(lines[0]) == {"format": "workbench-magic checkpoint 1", "tool": "t/s/tally"}
+    assert len(lines) == ROWS + 1
+    again = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", progress=False)
+    assert [r.text for r in again] == [r.text for r in first]
+    assert sum(counted(tally).values()) == ROWS  # nothing called twice
+    loaded = Batch.load(checkpoint)
+    assert [r.text for r in loaded] == [r.text for r in first] and loaded.arguments == first.arguments
+
+
+def test_an_interrupted_batch_resumes_with_the_rows_not_finished(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    main = threading.main_thread().ident
+    assert main is not None and main == threading.get_ident()
+
+    def interrupt_after_some() -> None:
+        if wait_until(lambda: sum(counted(tally).values()) >= 10, 60):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    watcher = threading.Thread(target=interrupt_after_some, daemon=True)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt):
+        wb.map("t/s/tally", rows(delay=0.05), checkpoint=checkpoint, concurrency=4, progress=False)
+    watcher.join(60)
+    kept = Batch.load(checkpoint)
+    assert 10 <= len(kept) < ROWS
+    assert all(counted(tally)[r.arguments["row"]] == 1 for r in kept)  # every row kept was answered once
+    resumed = wb.map("t/s/tally", rows(delay=0.05), checkpoint=checkpoint, concurrency=4, progress=False)
+    assert [r.text for r in resumed] == [f"counted r{i:03d}" for i in range(ROWS)]
+    written = {r.arguments["row"] for r in kept}
+    again = [row for row, n in counted(tally).items() if n > 1]
+    # a row kept before the interrupt is never called again; only rows in flight then may be
+    assert not written & set(again) and len(again) <= 4
+    assert len(Batch.load(checkpoint)) == ROWS
+
+
+def test_a_server_that_dies_mid_batch_costs_only_its_unfinished_rows(
+    wb: Workbench, tally: Path, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    wb.call("t/s/exit_after", {"count": 15})
+    first = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", concurrency=1, progress=False)
+    failed = [i for i in range(ROWS) if first.error_text(i) is not None]
+    assert failed and failed[0] == 14  # the 15th call died with its server
+    rerun = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", retry_failed=True, progress=False)
+    assert not rerun.errors and [r.text for r in rerun] == [f"counted r{i:03d}" for i in range(ROWS)]
+    ok_first = {f"r{i:03d}" for i in range(ROWS) if i not in failed}
+    assert all(counted(tally)[row] == 1 for row in ok_first)  # rows that finished were not called again
+
+
+def test_failed_rows_run_again_only_when_asked(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    batch = [{"row": f"r{i}", "fail": i % 2 == 1} for i in range(6)]
+    first = wb.map("t/s/tally", batch, checkpoint=checkpoint, key="row", progress=False)
+    assert sorted(first.tool_errors) == [1, 3, 5]
+    wb.map("t/s/tally", batch, checkpoint=checkpoint, key="row", progress=False)
+    assert sum(counted(tally).values()) == 6  # failed rows are finished rows
+    fixed = [{**row, "fail": False} for row in batch]
+    again = wb.map("t/s/tally", fixed, checkpoint=checkpoint, key="row", retry_failed=True, progress=False)
+    assert not again.tool_errors and counted(tally) == Counter({"r1": 2, "r3": 2, "r5": 2, "r0": 1, "r2": 1, "r4": 1})
+    assert not Batch.load(checkpoint).tool_errors  # the last line of a row counts
+
+
+def test_rows_from_a_generator_and_a_key_function(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+
+    def generated() -> Any:
+        yield from rows(5)
+
+    first = wb.map("t/s/tally", generated(), checkpoint=checkpoint, key=lambda row: row["row"].upper(), progress=False)
+    assert len(first) == 5
+    keys = [json.loads(line)["key"] for line in checkpoint.read_text().splitlines()[1:]]
+    assert sorted(keys) == [f"R{i:03d}" for i in range(5)]
+    wb.map("t/s/tally", generated(), checkpoint=checkpoint, key=lambda row: row["row"].upper(), progress=False)
+    assert sum(counted(tally).values()) == 5
+
+
+def test_the_progress_bar_starts_at_the_rows_done(
+    wb: Workbench, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    wb.map("t/s/tally", rows(6), checkpoint=checkpoint, progress=False)
+    wb.map("t/s/tally", rows(9), checkpoint=checkpoint)
+    err = capsys.readouterr().err.replace("\r", "\n")
+    shown = [line for line in err.splitlines() if "t/s/tally" in line]
+    assert "6/9" in shown[0] and "9/9" in shown[-1], err
+
+
+def test_a_killed_writer_leaves_a_partial_line_that_runs_again(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    wb.map("t/s/tally", rows(3), checkpoint=checkpoint, progress=False)
+    lines = checkpoint.read_text().splitlines(keepends=True)
+    checkpoint.write_text("".join(lines[:-1]) + lines[-1][:20])  # killed mid-line: no newline
+    assert len(Batch.load(checkpoint)) == 2
+    again = wb.map("t/s/tally", rows(3), checkpoint=checkpoint, progress=False)
+    assert len(again) == 3 and sum(counted(tally).values()) == 4
+
+
+def test_checkpoint_misuse_is_one_line(wb: Workbench, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "batch.jsonl"
+    wb.map("t/s/tally", rows(2), checkpoint=checkpoint, progress=False)
+    with pytest.raises(UsageError, match=r"^The checkpoint .*batch\.jsonl is of t/s/tally, not t/s/exit_after: "):
+        wb.map("t/s/exit_after", [{"count": 1}], checkpoint=checkpoint, progress=False)
+    with pytest.raises(UsageError, match=r"^Rows 0 and 1 have the same key 'x': a checkpoint needs one per row$"):
+        wb.map("t/s/tally", [{"row": "x"}, {"row": "x"}], checkpoint=tmp_path / "other.jsonl", key="row")
+    with pytest.raises(UsageError, match=r"^wb.map's key 'id' is not a column of row 0$"):
+        wb.map("t/s/tally", rows(1), checkpoint=tmp_path / "other.jsonl", key="id")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(UsageError, match=r"notes\.txt is not a wb.map checkpoint$"):
+        Batch.load(tmp_path / "notes.txt")
+    with pytest.raises(UsageError, match=r"^No checkpoint at .*missing\.jsonl$"):
+        Batch.load(tmp_path / "missing.jsonl")
