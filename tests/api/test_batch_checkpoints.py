@@ -6,6 +6,7 @@ and how often, is the server's word, not ours."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 from collections import Counter
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, python_server, toolbox, wait_until
+from conftest import SERVERS, kernel_manager, python_server, toolbox, wait_until, write_config
 
 from workbench_magic import Batch, UsageError, Workbench
 
@@ -56,44 +57,44 @@ def test_a_run_writes_every_row_and_a_rerun_calls_none(wb: Workbench, tally: Pat
     assert [r.text for r in loaded] == [r.text for r in first] and loaded.arguments == first.arguments
 
 
-def test_an_interrupted_batch_resumes_with_the_rows_not_finished(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+def finished(checkpoint: Path) -> int:
+    """Rows the checkpoint holds now."""
+    return len(Batch.load(checkpoint)) if checkpoint.exists() and checkpoint.stat().st_size else 0
+
+
+def test_an_interrupted_batch_resumes_and_calls_each_row_once(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    """The server parks every call after the 10th (uncounted until cancelled): the interrupt lands
+    when 10 rows are answered and written, and the calls in flight are cancelled on the server."""
     checkpoint = tmp_path / "batch.jsonl"
     main = threading.main_thread().ident
     assert main is not None and main == threading.get_ident()
 
-    def interrupt_after_some() -> None:
-        if wait_until(lambda: sum(counted(tally).values()) >= 10, 60):
+    def interrupt_when_parked() -> None:
+        if wait_until(lambda: sum(counted(tally).values()) == 10 and finished(checkpoint) == 10, 60):
             signal.pthread_kill(main, signal.SIGINT)
 
-    watcher = threading.Thread(target=interrupt_after_some, daemon=True)
+    watcher = threading.Thread(target=interrupt_when_parked, daemon=True)
     watcher.start()
     with pytest.raises(KeyboardInterrupt):
-        wb.map("t/s/tally", rows(delay=0.05), checkpoint=checkpoint, concurrency=4, progress=False)
+        wb.map("t/s/tally", rows(park_after=10), checkpoint=checkpoint, key="row", concurrency=4, progress=False)
     watcher.join(60)
-    kept = Batch.load(checkpoint)
-    assert 10 <= len(kept) < ROWS
-    assert all(counted(tally)[r.arguments["row"]] == 1 for r in kept)  # every row kept was answered once
-    resumed = wb.map("t/s/tally", rows(delay=0.05), checkpoint=checkpoint, concurrency=4, progress=False)
+    assert [r.arguments["row"] for r in Batch.load(checkpoint)] == [f"r{i:03d}" for i in range(10)]
+    resumed = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", concurrency=4, progress=False)
     assert [r.text for r in resumed] == [f"counted r{i:03d}" for i in range(ROWS)]
-    written = {r.arguments["row"] for r in kept}
-    again = [row for row, n in counted(tally).items() if n > 1]
-    # a row kept before the interrupt is never called again; only rows in flight then may be
-    assert not written & set(again) and len(again) <= 4
-    assert len(Batch.load(checkpoint)) == ROWS
+    assert counted(tally) == Counter(f"r{i:03d}" for i in range(ROWS))  # each row called once
 
 
 def test_a_server_that_dies_mid_batch_costs_only_its_unfinished_rows(
     wb: Workbench, tally: Path, tmp_path: Path
 ) -> None:
     checkpoint = tmp_path / "batch.jsonl"
-    wb.call("t/s/exit_after", {"count": 15})
+    wb.call("t/s/exit_after", {"count": 14})
     first = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", concurrency=1, progress=False)
     failed = [i for i in range(ROWS) if first.error_text(i) is not None]
-    assert failed and failed[0] == 14  # the 15th call died with its server
+    assert failed == [14]  # the 15th call died with its server; the next ones started another
     rerun = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", retry_failed=True, progress=False)
     assert not rerun.errors and [r.text for r in rerun] == [f"counted r{i:03d}" for i in range(ROWS)]
-    ok_first = {f"r{i:03d}" for i in range(ROWS) if i not in failed}
-    assert all(counted(tally)[row] == 1 for row in ok_first)  # rows that finished were not called again
+    assert counted(tally) == Counter(f"r{i:03d}" for i in range(ROWS))  # each row called once
 
 
 def test_failed_rows_run_again_only_when_asked(wb: Workbench, tally: Path, tmp_path: Path) -> None:
@@ -158,3 +159,64 @@ def test_checkpoint_misuse_is_one_line(wb: Workbench, tmp_path: Path) -> None:
         Batch.load(tmp_path / "notes.txt")
     with pytest.raises(UsageError, match=r"^No checkpoint at .*missing\.jsonl$"):
         Batch.load(tmp_path / "missing.jsonl")
+
+
+def test_a_kernel_killed_mid_batch_leaves_every_answered_row_and_the_rerun_calls_each_once(
+    make_workbench: Any, tally: Path, tmp_path: Path
+) -> None:
+    """A 2,000-row batch in a real kernel, SIGKILLed once 1,000 rows are answered and written (the
+    server parks the calls after those, uncounted): the checkpoint holds exactly those rows, the
+    server goes with its kernel, and a run in another process calls each other row once."""
+    checkpoint, total, stop = tmp_path / "batch.jsonl", 2000, 1000
+    config = write_config(
+        tmp_path / "workbench-config.json",
+        {"toolboxes": {"t": toolbox({"s": python_server(SERVERS / "tallyserver.py", str(tally))})}},
+    )
+    km = kernel_manager()
+    km.start_kernel(cwd=str(tmp_path), env={**os.environ, "WORKBENCH_CONFIG": str(config)})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        code = (
+            "from workbench_magic import Workbench\n"
+            f"rows = [{{'row': f'r{{i:04d}}', 'park_after': {stop}}} for i in range({total})]\n"
+            f"Workbench.shared().map('t/s/tally', rows, checkpoint={str(checkpoint)!r}, key='row', progress=False)"
+        )
+        kc.execute(code)
+        reached = wait_until(lambda: sum(counted(tally).values()) == stop and finished(checkpoint) == stop, 120)
+        assert reached, (sum(counted(tally).values()), finished(checkpoint))
+        server = _running(str(tally))  # its command line names the tally file (a zygote may have forked it)
+        assert server
+        os.kill(km.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        assert wait_until(lambda: not any(_alive(pid) for pid in server), 30), "the server outlived its kernel"
+    finally:
+        kc.stop_channels()
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    kept = Batch.load(checkpoint)
+    assert len(kept) == stop and {r.arguments["row"] for r in kept} == set(counted(tally))
+    wb = make_workbench(config)
+    rerun = wb.map("t/s/tally", [{"row": f"r{i:04d}"} for i in range(total)], checkpoint=checkpoint, key="row")
+    assert len(rerun) == total and not rerun.errors and not rerun.tool_errors
+    assert counted(tally) == Counter(f"r{i:04d}" for i in range(total))  # the server's count: each row once
+
+
+def _running(text: str) -> set[int]:
+    """The live processes whose command line holds `text`."""
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and text in _cmdline(int(p.name))}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
