@@ -407,7 +407,18 @@ def make_workbench() -> Iterator[Callable[..., Workbench]]:
     for wb in made:
         wb.close_all()
     leaked = children() - before
-    assert not leaked, f"child processes left running after close: {leaked}"
+    assert not leaked, f"child processes left running after close: {_commands(leaked)}"
+
+
+def _commands(pids: set[int]) -> dict[int, str]:
+    """Each process's command line (what a leak message names)."""
+    found = {}
+    for pid in sorted(pids):
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+        except OSError:
+            found[pid] = "(gone)"
+    return found
 
 
 def toolbox(servers: dict[str, Any], description: str = "") -> dict[str, Any]:

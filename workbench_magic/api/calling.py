@@ -13,13 +13,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.asking import awaited_asker, waiting_channel
-from workbench_magic.api.batches import Batch, run_batch
+from workbench_magic.api.batches import run_batch
+from workbench_magic.api.dask_map import is_dask_frame
 from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel
 from workbench_magic.vocabulary.arguments import call_arguments
-from workbench_magic.vocabulary.errors import NotFoundError, WorkbenchError, task_not_found
+from workbench_magic.vocabulary.errors import NotFoundError, UsageError, WorkbenchError, task_not_found
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
@@ -186,7 +187,8 @@ class Calling(Facade):
         checkpoint: str | os.PathLike[str] | None = None,
         key: str | Callable[[Mapping[str, Any]], Any] | None = None,
         retry_failed: bool = False,
-    ) -> Batch:
+        client: Any = None,
+    ) -> Any:
         """Call one tool once per row, at most `concurrency` calls at once; a `Batch` in row order.
 
         Rows are argument mappings (a list, an iterator, a generator), or a DataFrame's lines. A
@@ -213,9 +215,17 @@ class Calling(Facade):
                 arguments; None: the row's index and a hash of its arguments.
             retry_failed: call again the rows the checkpoint holds as failed (a tool error, or a call
                 that raised).
+            client: with a Dask DataFrame, the `distributed.Client` to run on (None: `map_cluster`,
+                else Dask's default scheduler).
+
+        A Dask DataFrame maps each partition where Dask runs it, by that worker's own workbench (made
+        from the same config file; its servers start on first use and stay for later partitions), and
+        gives a Dask DataFrame: the rows in each partition's order, with `result` (a row's data, else
+        its text) and `error` (its text, None when it succeeded). Needs the `dask` extra; a server
+        that runs in this process cannot travel to workers (a one-line `UsageError`).
 
         Returns:
-            One `ToolResult` per row, in row order.
+            One `ToolResult` per row, in row order (a Dask DataFrame for a Dask DataFrame).
 
         Raises:
             UsageError: `rows` are not mappings, `concurrency` is below 1, two rows have one `key`, or
@@ -231,6 +241,11 @@ class Calling(Facade):
             batch.to_pandas()
             ```
         """
+        if is_dask_frame(rows):
+            if checkpoint is not None:
+                raise UsageError("A checkpoint is for a map in this process; a Dask map keeps its rows in Dask")
+            mapper: Any = self
+            return mapper._map_dask(target, rows, concurrency=concurrency, timeout=timeout, client=client)
         return run_batch(
             self._acall,
             self._run,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from traitlets import Any as TraitAny
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default, observe
 from traitlets.config import Config, Configurable
 
@@ -28,6 +29,7 @@ from workbench_magic.api.calling import Calling
 from workbench_magic.api.chat import ChatMethods
 from workbench_magic.api.client_features import ClientFeatureMethods, ClientFeatures
 from workbench_magic.api.context_cost import ContextCostMethods
+from workbench_magic.api.dask_map import PartitionSpec, map_dask, map_partition
 from workbench_magic.api.evaluation import EvaluationMethods
 from workbench_magic.api.models import ModelOrName
 from workbench_magic.api.portability import PortabilityMethods
@@ -77,6 +79,12 @@ __all__ = ["Call", "OpenedToolbox", "Workbench"]
 
 
 _instances: weakref.WeakSet[Workbench] = weakref.WeakSet()
+
+
+def _map_partition(partition: Any, spec: PartitionSpec) -> Any:
+    """One partition of a `wb.map` over a Dask DataFrame, where Dask runs it (dask_map.py): a
+    function of this module, so that a worker that unpickles it has `Workbench` to make its own."""
+    return map_partition(lambda config: Workbench(config=config), partition, spec)
 
 
 def _close_everything() -> None:
@@ -154,6 +162,11 @@ class Workbench(
     ).tag(config=True)
     render_apps = Bool(True, help="Offer servers the MCP Apps extension and render tool UIs in the notebook.").tag(
         config=True
+    )
+    map_cluster = TraitAny(
+        None,
+        allow_none=True,
+        help="The distributed.Client a wb.map over a Dask DataFrame runs on (None: Dask's default scheduler).",
     )
     lazy_servers = Bool(
         False,
@@ -543,6 +556,11 @@ class Workbench(
             name: the toolbox's name.
         """
         self._run(self._core.close([name], self.settings))
+
+    def _map_dask(self, target: Any, frame: Any, *, concurrency: int, timeout: float | None, client: Any) -> Any:
+        """`map` over a Dask DataFrame (dask_map.py), on `client`, else `map_cluster`."""
+        chosen = client if client is not None else self.map_cluster
+        return map_dask(self, target, frame, _map_partition, concurrency=concurrency, timeout=timeout, client=chosen)
 
     def close_all(self) -> None:
         """Close every open toolbox."""
