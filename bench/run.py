@@ -44,6 +44,7 @@ PLAN: list[tuple[str, ...]] = [
     ("lazy",),
     ("toolsets",),
     ("schemas",),
+    ("dask",),
 ]
 TIMEOUT = {
     "imports": 150,
@@ -59,9 +60,10 @@ TIMEOUT = {
     "lazy": 150,
     "toolsets": 120,
     "schemas": 90,
+    "dask": 120,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
-RESERVE_AFTER_OPEN = 390.0  # what memory, scale, proxy, lazy, toolsets and schemas need after the open section
+RESERVE_AFTER_OPEN = 450.0  # what memory, scale, proxy, lazy, toolsets, schemas and dask need after the open section
 SECTIONS = {
     "imports",
     "firstuse",
@@ -75,6 +77,7 @@ SECTIONS = {
     "lazy",
     "toolsets",
     "schemas",
+    "dask",
 }
 
 

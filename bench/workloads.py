@@ -1016,6 +1016,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "lazy": lambda quick: __import__("lazy").lazy(quick),
     "toolsets": lambda quick: __import__("toolsets").toolsets(quick),
     "schemas": lambda quick: __import__("portability").schemas(quick),
+    "dask": lambda quick: __import__("dask_map").dask_map(quick),
 }
 
 
@@ -1026,17 +1027,27 @@ def main(name: str, quick: bool, out: str) -> int:
         result = WORKERS[name](quick)
     finally:
         gc.collect()
-    leftover = children()
+    leftover = [p for p in children() if not _resource_tracker(p)]
     # give exiting servers a moment to be reaped
     deadline = time.monotonic() + 5
     while leftover and time.monotonic() < deadline:
         time.sleep(0.1)
-        leftover = children()
+        leftover = [p for p in children() if not _resource_tracker(p)]
     result["leftover_children"] = leftover
     result["worker_rss_mb"] = rss_mb()
     with open(out, "w") as f:
         json.dump(result, f)
     return 0
+
+
+def _resource_tracker(pid: int) -> bool:
+    """Whether `pid` is multiprocessing's resource tracker (Dask's worker processes start it): it
+    lives as long as this process, and goes with it."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"multiprocessing.resource_tracker" in cmdline.read()
+    except OSError:
+        return False
 
 
 def interleaved(
