@@ -17,6 +17,8 @@ import pytest
 from conftest import SERVERS, kernel_manager, python_server, toolbox, wait_until, write_config
 
 from workbench_magic import Batch, UsageError, Workbench
+from workbench_magic.vocabulary import checkpoints
+from workbench_magic.vocabulary.checkpoints import Checkpoint
 
 ROWS = 40
 
@@ -31,6 +33,12 @@ def wb(make_workbench: Any, tally: Path) -> Workbench:
     wb = make_workbench({"toolboxes": {"t": toolbox({"s": python_server(SERVERS / "tallyserver.py", str(tally))})}})
     wb.open("t")
     return wb
+
+
+@pytest.fixture(params=["jsonl", "parquet"])
+def checkpoint(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A JSON Lines checkpoint file, or a Parquet dataset folder (pyarrow is installed here)."""
+    return tmp_path / ("batch.jsonl" if request.param == "jsonl" else "batch")
 
 
 def counted(tally: Path) -> Counter[str]:
@@ -62,10 +70,9 @@ def finished(checkpoint: Path) -> int:
     return len(Batch.load(checkpoint)) if checkpoint.exists() and checkpoint.stat().st_size else 0
 
 
-def test_an_interrupted_batch_resumes_and_calls_each_row_once(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+def test_an_interrupted_batch_resumes_and_calls_each_row_once(wb: Workbench, tally: Path, checkpoint: Path) -> None:
     """The server parks every call after the 10th (uncounted until cancelled): the interrupt lands
     when 10 rows are answered and written, and the calls in flight are cancelled on the server."""
-    checkpoint = tmp_path / "batch.jsonl"
     main = threading.main_thread().ident
     assert main is not None and main == threading.get_ident()
 
@@ -85,9 +92,8 @@ def test_an_interrupted_batch_resumes_and_calls_each_row_once(wb: Workbench, tal
 
 
 def test_a_server_that_dies_mid_batch_costs_only_its_unfinished_rows(
-    wb: Workbench, tally: Path, tmp_path: Path
+    wb: Workbench, tally: Path, checkpoint: Path
 ) -> None:
-    checkpoint = tmp_path / "batch.jsonl"
     wb.call("t/s/exit_after", {"count": 14})
     first = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", concurrency=1, progress=False)
     failed = [i for i in range(ROWS) if first.error_text(i) is not None]
@@ -97,8 +103,7 @@ def test_a_server_that_dies_mid_batch_costs_only_its_unfinished_rows(
     assert counted(tally) == Counter(f"r{i:03d}" for i in range(ROWS))  # each row called once
 
 
-def test_failed_rows_run_again_only_when_asked(wb: Workbench, tally: Path, tmp_path: Path) -> None:
-    checkpoint = tmp_path / "batch.jsonl"
+def test_failed_rows_run_again_only_when_asked(wb: Workbench, tally: Path, checkpoint: Path) -> None:
     batch = [{"row": f"r{i}", "fail": i % 2 == 1} for i in range(6)]
     first = wb.map("t/s/tally", batch, checkpoint=checkpoint, key="row", progress=False)
     assert sorted(first.tool_errors) == [1, 3, 5]
@@ -110,24 +115,21 @@ def test_failed_rows_run_again_only_when_asked(wb: Workbench, tally: Path, tmp_p
     assert not Batch.load(checkpoint).tool_errors  # the last line of a row counts
 
 
-def test_rows_from_a_generator_and_a_key_function(wb: Workbench, tally: Path, tmp_path: Path) -> None:
-    checkpoint = tmp_path / "batch.jsonl"
+def test_rows_from_a_generator_and_a_key_function(wb: Workbench, tally: Path, checkpoint: Path) -> None:
 
     def generated() -> Any:
         yield from rows(5)
 
     first = wb.map("t/s/tally", generated(), checkpoint=checkpoint, key=lambda row: row["row"].upper(), progress=False)
     assert len(first) == 5
-    keys = [json.loads(line)["key"] for line in checkpoint.read_text().splitlines()[1:]]
-    assert sorted(keys) == [f"R{i:03d}" for i in range(5)]
+    assert sorted(Checkpoint(checkpoint, "t/s/tally").finished()) == [f"R{i:03d}" for i in range(5)]
     wb.map("t/s/tally", generated(), checkpoint=checkpoint, key=lambda row: row["row"].upper(), progress=False)
     assert sum(counted(tally).values()) == 5
 
 
 def test_the_progress_bar_starts_at_the_rows_done(
-    wb: Workbench, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    wb: Workbench, checkpoint: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    checkpoint = tmp_path / "batch.jsonl"
     wb.map("t/s/tally", rows(6), checkpoint=checkpoint, progress=False)
     wb.map("t/s/tally", rows(9), checkpoint=checkpoint)
     err = capsys.readouterr().err.replace("\r", "\n")
@@ -162,12 +164,12 @@ def test_checkpoint_misuse_is_one_line(wb: Workbench, tmp_path: Path) -> None:
 
 
 def test_a_kernel_killed_mid_batch_leaves_every_answered_row_and_the_rerun_calls_each_once(
-    make_workbench: Any, tally: Path, tmp_path: Path
+    make_workbench: Any, tally: Path, tmp_path: Path, checkpoint: Path
 ) -> None:
     """A 2,000-row batch in a real kernel, SIGKILLed once 1,000 rows are answered and written (the
     server parks the calls after those, uncounted): the checkpoint holds exactly those rows, the
     server goes with its kernel, and a run in another process calls each other row once."""
-    checkpoint, total, stop = tmp_path / "batch.jsonl", 2000, 1000
+    total, stop = 2000, 1000
     config = write_config(
         tmp_path / "workbench-config.json",
         {"toolboxes": {"t": toolbox({"s": python_server(SERVERS / "tallyserver.py", str(tally))})}},
@@ -220,3 +222,26 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_parquet_checkpoint_moves_its_rows_into_part_files(
+    wb: Workbench, tally: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(checkpoints, "PART_ROWS", 7)
+    folder = tmp_path / "batch"
+    first = wb.map("t/s/tally", rows(), checkpoint=folder, key="row", progress=False)
+    parts = sorted(folder.glob("part-*.parquet"))
+    assert len(parts) == 6 and sum(pq.read_metadata(p).num_rows for p in parts) == ROWS  # 5 of 7 rows, then 5
+    assert (folder / "journal.jsonl").read_text().count("\n") == 1  # the header alone: every row is in a part
+    assert [r.text for r in Batch.load(folder)] == [r.text for r in first]
+    # a crash between a part's rename and the journal's emptying: a row in both is read once
+    journal = folder / "journal.jsonl"
+    (folder / "part-00099.parquet.tmp").write_bytes(b"half a part")  # a part never renamed: not read
+    record = Checkpoint(folder, "t/s/tally").finished()["r000"]
+    with journal.open("a") as file:
+        file.write(record.to_line())
+    again = wb.map("t/s/tally", rows(), checkpoint=folder, key="row", progress=False)
+    assert len(again) == ROWS and sum(counted(tally).values()) == ROWS
+    assert len(Batch.load(folder)) == ROWS

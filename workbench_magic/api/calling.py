@@ -197,11 +197,12 @@ class Calling(Facade):
         result with what was raised as its text, its error in `Batch.errors`: neither stops the batch.
         `timeout` is per call. Ctrl-C / kernel interrupt cancels the calls still running, on the server.
 
-        With `checkpoint`, each row is written to that file as it ends (JSON Lines: its key,
-        arguments, outcome and answer), and a batch run again with the same file calls only the rows
-        it does not hold yet: an interrupt, a killed kernel or a lost server costs only the rows
-        that had not finished. The progress bar starts at the rows already done; `Batch.load(path)`
-        reads a checkpoint back.
+        With `checkpoint`, each row is written there as it ends (its key, arguments, outcome and
+        answer: a Parquet dataset folder where pyarrow is installed and the path does not end in
+        `.jsonl`, else a JSON Lines file), and a batch run again with the same checkpoint calls only
+        the rows it does not hold yet: an interrupt, a killed kernel or a lost server costs only the
+        rows that had not finished. The progress bar starts at the rows already done;
+        `Batch.load(path)` reads a checkpoint back.
 
         Args:
             target: the tool, as `call` takes it.
@@ -210,7 +211,7 @@ class Calling(Facade):
             concurrency: how many calls run at once (at least 1).
             timeout: seconds each call may take.
             progress: whether to show a progress bar (a widget in a kernel, text on stderr elsewhere).
-            checkpoint: a file that keeps each finished row (made when missing).
+            checkpoint: where each finished row is kept (made when missing).
             key: how the checkpoint tells rows apart: a column's name, or a function of a row's
                 arguments; None: the row's index and a hash of its arguments.
             retry_failed: call again the rows the checkpoint holds as failed (a tool error, or a call

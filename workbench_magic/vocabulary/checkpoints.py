@@ -1,12 +1,18 @@
 """A batch's checkpoint (`wb.map(..., checkpoint=PATH)`): each finished row, written as it ends, so a
 batch that was interrupted, killed or lost its server resumes where it stopped.
 
-The file is JSON Lines: a first line that says what it is and which tool it is of, then one line per
-finished row: its key, its index, its arguments, its outcome (`ok`, `tool error` or `raised`), the
-tool's answer as on the wire (`result`) and, for a row whose call raised, what it raised (`error`,
-`error_type`). Each line is written whole and flushed when its row ends: a process killed mid-line
-leaves a last line without its newline, which reading drops (that row runs again). A key written
-twice (a failed row run again, `retry_failed`) counts as its last line says.
+Each finished row is a line of JSON Lines, written whole and flushed when its row ends: its key, its
+index, its arguments, its outcome (`ok`, `tool error` or `raised`), the tool's answer as on the wire
+(`result`) and, for a row whose call raised, what it raised (`error`, `error_type`); a first line
+says what the file is and which tool it is of. A process killed mid-line leaves a last line without
+its newline, which reading drops (that row runs again). A key written twice (a failed row run again,
+`retry_failed`) counts as its last line says.
+
+Where pyarrow is installed and PATH does not end in `.jsonl`, the checkpoint is a Parquet dataset:
+a folder whose `journal.jsonl` takes each row as above, and whose rows move, every `PART_ROWS` rows
+and when the batch ends, into a `part-NNNNN.parquet` file (written whole under another name, then
+renamed; the journal is emptied after). A crash between the rename and the emptying leaves a row in
+both: the same row, read once. Elsewhere PATH is a JSON Lines file.
 
 A row's key is its `key` column, or what `key(row)` returns, else its index and a hash of its
 arguments: rows that moved or changed are new rows. Plain data: no SDK import.
@@ -61,6 +67,23 @@ class RowRecord:
         if self.error is not None:
             data |= {"error": self.error, "error_type": self.error_type}
         return json.dumps(data, ensure_ascii=False, default=str) + "\n"
+
+    def to_columns(self) -> dict[str, Any]:
+        """The row as a Parquet part file holds it (arguments and result as JSON text)."""
+        return {
+            "key": self.key,
+            "index": self.index,
+            "arguments": json.dumps(self.arguments, ensure_ascii=False, default=str),
+            "outcome": self.outcome,
+            "result": json.dumps(self.result, ensure_ascii=False, default=str),
+            "error": self.error,
+            "error_type": self.error_type,
+        }
+
+    @classmethod
+    def from_columns(cls, row: Mapping[str, Any]) -> RowRecord:
+        """A row of a Parquet part file."""
+        return cls.from_data({**row, "arguments": json.loads(row["arguments"]), "result": json.loads(row["result"])})
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RowRecord:
@@ -120,40 +143,126 @@ def row_key(index: int, arguments: Mapping[str, Any], row: Mapping[str, Any], ke
     return str(key(row))
 
 
+JOURNAL = "journal.jsonl"
+"""The journal of a Parquet checkpoint: its rows not yet in a part file."""
+PART_ROWS = 1000
+"""Rows a Parquet checkpoint's journal takes before they move into a part file."""
+_META_KEY = b"workbench-magic"
+_COLUMNS = ("key", "index", "arguments", "outcome", "result", "error", "error_type")
+
+
+def uses_parquet(path: Path) -> bool:
+    """Whether the checkpoint at `path` is a Parquet dataset: a folder there already, or pyarrow
+    installed and `path` neither a file nor named `*.jsonl`."""
+    if path.is_dir():
+        return True
+    if path.suffix == ".jsonl" or path.exists():
+        return False
+    return _has_pyarrow()
+
+
+def _has_pyarrow() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
 class Checkpoint:
-    """The checkpoint file of one tool's batch (`path`): `finished()` reads it, `write()` appends."""
+    """The checkpoint of one tool's batch at `path`: `finished()` reads it, `write()` adds a row."""
 
     def __init__(self, path: str | os.PathLike[str], tool: str) -> None:
         self.path = Path(path)
         self.tool = tool
+        self.parquet = uses_parquet(self.path)
+        if self.parquet and not _has_pyarrow():
+            raise UsageError(
+                f"The checkpoint {self.path} is a Parquet dataset, which needs pyarrow: pip install pyarrow"
+            )
+        self.journal = self.path / JOURNAL if self.parquet else self.path
         self._file: Any = None
+        self._journaled = 0
 
     def finished(self) -> dict[str, RowRecord]:
-        """The rows finished so far, by key (the last line of a key counts); `{}` for a new file.
+        """The rows finished so far, by key (the last line of a key counts); `{}` for a new checkpoint.
 
         Raises:
-            UsageError: the file is not a checkpoint, or is one of another tool.
+            UsageError: it is not a checkpoint, or is one of another tool.
         """
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return {}
-        records = dict(_records(self.path, self.tool))
+        records: dict[str, RowRecord] = {}
+        if self.parquet and self.path.is_dir():
+            records.update((r.key, r) for r in _part_records(self.path, self.tool))
+        if self.journal.exists() and self.journal.stat().st_size:
+            records.update(_records(self.journal, self.tool))
         return records
 
     def write(self, record: RowRecord) -> None:
-        """Append one finished row, whole, and flush it (a killed process keeps what was written)."""
+        """Add one finished row, whole and flushed (a killed process keeps what was written)."""
         if self._file is None:
-            new = not self.path.exists() or self.path.stat().st_size == 0
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
-            if new:
-                self._file.write(json.dumps({"format": FORMAT, "tool": self.tool}) + "\n")
+            self._open()
         self._file.write(record.to_line())
         self._file.flush()
+        self._journaled += 1
+        if self.parquet and self._journaled >= PART_ROWS:
+            self._to_part()
 
     def close(self) -> None:
+        """Move a Parquet checkpoint's journal into a part file, and close."""
+        if self.parquet and self._file is not None:
+            self._to_part()
         if self._file is not None:
             self._file.close()
             self._file = None
+
+    def _open(self, *, empty: bool = False) -> None:
+        new = empty or not self.journal.exists() or self.journal.stat().st_size == 0
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.journal.open("w" if empty else "a", encoding="utf-8")
+        if new:
+            self._file.write(json.dumps({"format": FORMAT, "tool": self.tool}) + "\n")
+            self._file.flush()
+
+    def _to_part(self) -> None:
+        """The journal's rows into the next part file (written under another name, then renamed),
+        then the journal emptied."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._file.close()
+        self._file = None
+        rows = [r.to_columns() for _, r in _records(self.journal, self.tool)]
+        if rows:
+            parts = sorted(self.path.glob("part-*.parquet"))
+            number = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
+            table = pa.Table.from_pylist(rows, schema=_schema(pa)).replace_schema_metadata(
+                {_META_KEY: json.dumps({"format": FORMAT, "tool": self.tool})}
+            )
+            target = self.path / f"part-{number:05d}.parquet"
+            scratch = target.with_suffix(".parquet.tmp")
+            pq.write_table(table, scratch)
+            os.replace(scratch, target)
+        self._open(empty=True)
+        self._journaled = 0
+
+
+def _schema(pa: Any) -> Any:
+    return pa.schema([(name, pa.int64() if name == "index" else pa.string()) for name in _COLUMNS])
+
+
+def _part_records(folder: Path, tool: str) -> Iterator[RowRecord]:
+    """The rows of a Parquet checkpoint's part files, oldest first."""
+    import pyarrow.parquet as pq
+
+    for part in sorted(folder.glob("part-*.parquet")):
+        table = pq.read_table(part)
+        head = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
+        if head.get("format") != FORMAT:
+            raise UsageError(f"{part} is not a part of a wb.map checkpoint")
+        if head.get("tool") != tool:
+            raise UsageError(
+                f"The checkpoint {folder} is of {head.get('tool')}, not {tool}: give this batch a file of its own"
+            )
+        for row in table.to_pylist():
+            yield RowRecord.from_columns(row)
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[str, list[RowRecord]]:
@@ -162,12 +271,22 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[str, list[RowRecord]]
     Raises:
         UsageError: there is no such file, or it is not a checkpoint.
     """
-    file = Path(path)
-    if not file.exists():
-        raise UsageError(f"No checkpoint at {file}")
-    tool = _header(file)
-    records = dict(_records(file, tool))
-    return tool, sorted(records.values(), key=lambda r: r.index)
+    found = Path(path)
+    if not found.exists():
+        raise UsageError(f"No checkpoint at {found}")
+    journal = found / JOURNAL if found.is_dir() else found
+    if journal.exists():
+        tool = _header(journal)
+    else:
+        parts = sorted(found.glob("part-*.parquet"))
+        if not parts:
+            raise UsageError(f"{found} is not a wb.map checkpoint")
+        Checkpoint(found, "")  # a Parquet dataset needs pyarrow: one line when it is missing
+        import pyarrow.parquet as pq
+
+        tool = json.loads((pq.read_schema(parts[0]).metadata or {}).get(_META_KEY, b"{}")).get("tool", "")
+    checkpoint = Checkpoint(found, tool)
+    return tool, sorted(checkpoint.finished().values(), key=lambda r: r.index)
 
 
 def _header(path: Path) -> str:
@@ -198,4 +317,16 @@ def _records(path: Path, tool: str) -> Iterator[tuple[str, RowRecord]]:
             yield record.key, record
 
 
-__all__ = ["FORMAT", "Checkpoint", "RowKey", "RowRecord", "read_checkpoint", "record_of", "restored", "row_key"]
+__all__ = [
+    "FORMAT",
+    "JOURNAL",
+    "PART_ROWS",
+    "Checkpoint",
+    "RowKey",
+    "RowRecord",
+    "read_checkpoint",
+    "record_of",
+    "restored",
+    "row_key",
+    "uses_parquet",
+]
