@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,6 +79,44 @@ def children(pid: int | None = None) -> set[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             out.add(int(entry))
     return out
+
+
+def command_line(pid: int) -> str:
+    """A process's command line, its arguments joined by spaces ("" when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def running(text: str) -> set[int]:
+    """The live (non-zombie) processes of this machine whose command line holds `text`."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and text in command_line(int(entry)):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                found.add(int(entry))
+    return found
+
+
+def interrupt_main_when(condition: Callable[[], bool], limit: float) -> threading.Thread:
+    """A started thread that sends SIGINT to the main thread (Ctrl-C) once `condition()` holds, or
+    after `limit` seconds in any case (a test that waits for the interrupt never hangs)."""
+    main = threading.main_thread().ident
+    assert main is not None and main == threading.get_ident(), "only the main thread gets Ctrl-C"
+
+    def interrupt() -> None:
+        wait_until(condition, limit)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
+    return thread
 
 
 def wait_until(condition: Callable[[], bool], limit: float) -> bool:
@@ -412,13 +451,7 @@ def make_workbench() -> Iterator[Callable[..., Workbench]]:
 
 def _commands(pids: set[int]) -> dict[int, str]:
     """Each process's command line (what a leak message names)."""
-    found = {}
-    for pid in sorted(pids):
-        try:
-            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
-        except OSError:
-            found[pid] = "(gone)"
-    return found
+    return {pid: command_line(pid)[:200] or "(gone)" for pid in sorted(pids)}
 
 
 def toolbox(servers: dict[str, Any], description: str = "") -> dict[str, Any]:

@@ -8,13 +8,21 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, kernel_manager, python_server, toolbox, wait_until, write_config
+from conftest import (
+    SERVERS,
+    interrupt_main_when,
+    kernel_manager,
+    python_server,
+    running,
+    toolbox,
+    wait_until,
+    write_config,
+)
 
 from workbench_magic import Batch, UsageError, Workbench
 from workbench_magic.vocabulary import checkpoints
@@ -73,15 +81,7 @@ def finished(checkpoint: Path) -> int:
 def test_an_interrupted_batch_resumes_and_calls_each_row_once(wb: Workbench, tally: Path, checkpoint: Path) -> None:
     """The server parks every call after the 10th (uncounted until cancelled): the interrupt lands
     when 10 rows are answered and written, and the calls in flight are cancelled on the server."""
-    main = threading.main_thread().ident
-    assert main is not None and main == threading.get_ident()
-
-    def interrupt_when_parked() -> None:
-        if wait_until(lambda: sum(counted(tally).values()) == 10 and finished(checkpoint) == 10, 60):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    watcher = threading.Thread(target=interrupt_when_parked, daemon=True)
-    watcher.start()
+    watcher = interrupt_main_when(lambda: sum(counted(tally).values()) == 10 and finished(checkpoint) == 10, 60)
     with pytest.raises(KeyboardInterrupt):
         wb.map("t/s/tally", rows(park_after=10), checkpoint=checkpoint, key="row", concurrency=4, progress=False)
     watcher.join(60)
@@ -188,10 +188,10 @@ def test_a_kernel_killed_mid_batch_leaves_every_answered_row_and_the_rerun_calls
         kc.execute(code)
         reached = wait_until(lambda: sum(counted(tally).values()) == stop and finished(checkpoint) == stop, 120)
         assert reached, (sum(counted(tally).values()), finished(checkpoint))
-        server = _running(str(tally))  # its command line names the tally file (a zygote may have forked it)
+        server = running(str(tally))  # its command line names the tally file (a zygote may have forked it)
         assert server
         os.kill(km.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
-        assert wait_until(lambda: not any(_alive(pid) for pid in server), 30), "the server outlived its kernel"
+        assert wait_until(lambda: not running(str(tally)) & server, 30), "the server outlived its kernel"
     finally:
         kc.stop_channels()
         if km.has_kernel:
@@ -202,26 +202,6 @@ def test_a_kernel_killed_mid_batch_leaves_every_answered_row_and_the_rerun_calls
     rerun = wb.map("t/s/tally", [{"row": f"r{i:04d}"} for i in range(total)], checkpoint=checkpoint, key="row")
     assert len(rerun) == total and not rerun.errors and not rerun.tool_errors
     assert counted(tally) == Counter(f"r{i:04d}" for i in range(total))  # the server's count: each row once
-
-
-def _running(text: str) -> set[int]:
-    """The live processes whose command line holds `text`."""
-    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and text in _cmdline(int(p.name))}
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_parquet_checkpoint_moves_its_rows_into_part_files(

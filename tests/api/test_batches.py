@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import children, stdio_server, toolbox, wait_until
+from conftest import children, interrupt_main_when, stdio_server, toolbox, wait_until
 
 from workbench_magic import (
     ArgumentError,
@@ -159,15 +158,7 @@ def test_the_progress_bar_shows_done_of_total_and_failures(wb: Workbench, capsys
 
 
 def test_an_interrupt_cancels_the_calls_still_running(wb: Workbench) -> None:
-    main = threading.main_thread().ident
-    assert main is not None and main == threading.get_ident()
-
-    def interrupt_when_both_hold() -> None:
-        if wait_until(lambda: len(holds(wb)["held"]) == 2, 20):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    watcher = threading.Thread(target=interrupt_when_both_hold, daemon=True)
-    watcher.start()
+    watcher = interrupt_main_when(lambda: len(holds(wb)["held"]) == 2, 20)
     with pytest.raises(KeyboardInterrupt):
         wb.map("t/s/hold", [{"key": f"k{i}"} for i in range(5)], concurrency=2, progress=False)
     watcher.join(20)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import npm_server, stdio_server, toolbox, wait_until, write_config
+from conftest import npm_server, running, stdio_server, toolbox, wait_until, write_config
 
 from workbench_magic import UsageError, Workbench
 from workbench_magic.api.dask_map import worker_workbenches
@@ -64,30 +64,17 @@ def test_secrets_reach_the_servers_not_the_task_graph(wb: Workbench) -> None:
     assert list(mapped.compute()["result"]) == ["never-in-the-graph"] * 4  # the server got it all the same
 
 
-def _everything_servers() -> set[int]:
-    """The live server-everything processes of this machine."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"server-everything" in (entry / "cmdline").read_bytes():
-                    found.add(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 @pytest.fixture
 def cluster(config: Path) -> Iterator[Any]:
     """Two worker processes, started after `config` set the secret in the environment they inherit (a
     worker reads it there); the servers of their workbenches end with them."""
-    before = _everything_servers()
+    before = running("server-everything")
     with (
         distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as local,
         distributed.Client(local) as client,
     ):
         yield client
-    assert wait_until(lambda: not (_everything_servers() - before), 30), "a worker's server outlived its worker"
+    assert wait_until(lambda: not (running("server-everything") - before), 30), "a worker's server outlived its worker"
 
 
 def _connects() -> dict[str, int]:

@@ -7,13 +7,11 @@ the server says of a task is read back from it with `tasks/get`."""
 from __future__ import annotations
 
 import re
-import signal
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import extension_server, toolbox, wait_until
+from conftest import extension_server, interrupt_main_when, toolbox, wait_until
 
 from workbench_magic import CallTimeoutError, ToolError, Workbench, WorkbenchError
 
@@ -119,15 +117,8 @@ def test_a_timeout_cancels_the_task_on_the_server(wb: Workbench) -> None:
 
 
 def test_an_interrupt_cancels_the_task_on_the_server(wb: Workbench) -> None:
-    main = threading.main_thread().ident
-    assert main is not None and main == threading.get_ident()
     messages: list[str | None] = []
-
-    def interrupt_once_working() -> None:
-        wait_until(lambda: len(messages) >= 1, 20)
-        signal.pthread_kill(main, signal.SIGINT)
-
-    threading.Thread(target=interrupt_once_working, daemon=True).start()
+    interrupt_main_when(lambda: len(messages) >= 1, 20)
     with pytest.raises(KeyboardInterrupt):
         wb.call("t/k/forever", {}, progress=lambda done, total, message: messages.append(message))
     task_id = task_id_of(messages[0])

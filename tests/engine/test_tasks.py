@@ -5,13 +5,11 @@ for a clarification mid-way), and its `trigger-*-async` tools need client-side t
 from __future__ import annotations
 
 import asyncio
-import signal
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import npm_server, toolbox, wait_until
+from conftest import interrupt_main_when, npm_server, toolbox, wait_until
 
 from workbench_magic import CallTimeoutError, Workbench, WorkbenchError
 
@@ -141,15 +139,8 @@ async def _server_tasks(wb: Workbench) -> list[Any]:
 
 
 def test_an_interrupt_cancels_the_task_on_the_server(wb: Workbench) -> None:
-    main = threading.main_thread().ident
-    assert main is not None and main == threading.get_ident()
     messages: list[str | None] = []
-
-    def interrupt_once_working() -> None:
-        wait_until(lambda: len(messages) >= 1, 20)
-        signal.pthread_kill(main, signal.SIGINT)
-
-    threading.Thread(target=interrupt_once_working, daemon=True).start()
+    interrupt_main_when(lambda: len(messages) >= 1, 20)
     with pytest.raises(KeyboardInterrupt):
         wb.call(RESEARCH, {"topic": "interrupted"}, progress=lambda done, total, message: messages.append(message))
     assert wait_until(lambda: [t.status for t in wb.run_on_loop(_server_tasks(wb))][-1:] == ["cancelled"], 10)

@@ -116,7 +116,7 @@ def map_dask(
     spec = PartitionSpec(str(source.resolve()), str(ident), concurrency, timeout, token)
     meta = frame._meta.copy()
     for column in COLUMNS:
-        meta[column] = meta.index.to_series().astype(object).map(lambda _: None)
+        meta[column] = None  # an object column
     mapped = frame.map_partitions(partition_mapper, spec, meta=meta)
     runs_on = client if client is not None else _default_client()
     if runs_on is not None and runs_on not in _CLOSING:
@@ -147,7 +147,7 @@ def map_partition(make: Callable[[str], Workbench], partition: pd.DataFrame, spe
     out = partition.copy()
     if len(partition) == 0:
         for column in COLUMNS:
-            out[column] = partition.index.to_series().astype(object).map(lambda _: None)
+            out[column] = None
         return out
     workbench = _workbench(spec, make)
     batch = workbench.map(spec.tool, partition, concurrency=spec.concurrency, timeout=spec.timeout, progress=False)

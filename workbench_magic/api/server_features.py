@@ -417,5 +417,5 @@ class ServerFeatureMethods:
             parts = name.split("/", 2) if isinstance(name, str) else []
             if len(parts) != 3 or not all(parts):
                 raise UsageError(f"Name each skill as toolbox/server/name, not {name!r}")
-            read.append(self.skill(f"{parts[0]}/{parts[1]}", parts[2]))
+            read.append(self.skill(name))
         return tuple(read)

@@ -45,7 +45,7 @@ class SkillsFolder(Extension):
         return sorted(d for d in self.folder.iterdir() if (d / "SKILL.md").is_file())
 
     def _entry(self, skill: Path) -> dict[str, Any]:
-        files = sorted(p for p in skill.rglob("*") if p.is_file())
+        files = _files(skill)
         return {
             "uri": f"skill://{skill.name}/SKILL.md",
             "frontmatter": frontmatter((skill / "SKILL.md").read_text(encoding="utf-8")),
@@ -68,7 +68,7 @@ class SkillsFolder(Extension):
     def resources(self) -> Sequence[ResourceBinding]:
         bindings = []
         for skill in self._dirs():
-            for path in sorted(p for p in skill.rglob("*") if p.is_file()):
+            for path in _files(skill):
                 relative = path.relative_to(skill).as_posix()
                 mime = "text/markdown" if path.suffix == ".md" else mimetypes.guess_type(path.name)[0] or "text/plain"
                 resource = FileResource(
@@ -88,6 +88,11 @@ class SkillsFolder(Extension):
             if params.uri == f"skill://{skill.name}/SKILL.md":
                 return {"skill": self._entry(skill)}
         raise MCPError(code=types.INVALID_PARAMS, message=f"No skill at {params.uri}")
+
+
+def _files(skill: Path) -> list[Path]:
+    """A skill's files, in order."""
+    return sorted(p for p in skill.rglob("*") if p.is_file())
 
 
 __all__ = ["FOLDER", "GetSkillParams", "SkillsFolder"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.extensions import TASKS_EXTENSION_ID, raw_request
-from workbench_magic.engine.tasks import POLL_BOUNDS, POLL_DEFAULT, StatusCallback, TaskEnded, cancel_shielded
+from workbench_magic.engine.tasks import StatusCallback, TaskEnded, cancel_shielded, poll_wait, status_reporter
 from workbench_magic.vocabulary.tasks import TERMINAL, TaskState
 
 if TYPE_CHECKING:
@@ -61,14 +61,6 @@ def following_task(on_status: StatusCallback | None, progress: ProgressFn | None
         _following.reset(token)
 
 
-def interval(task: Mapping[str, Any]) -> float:
-    """Seconds until the next `tasks/get`: the server's `pollIntervalMs`, within `POLL_BOUNDS`."""
-    suggested = task.get("pollIntervalMs")
-    seconds = suggested / 1000 if isinstance(suggested, int | float) and suggested > 0 else POLL_DEFAULT
-    low, high = POLL_BOUNDS
-    return float(min(max(seconds, low), high))
-
-
 async def follow_task(session: Any, created: Mapping[str, Any]) -> Any:
     """Follow a task from its creation (the `tools/call` answer, its wire fields) to its end and
     return the tool's `CallToolResult`.
@@ -85,16 +77,11 @@ async def follow_task(session: Any, created: Mapping[str, Any]) -> Any:
     following = _following.get() or Following()
     task: Mapping[str, Any] = created
     task_id = str(task.get("taskId"))
-    said: list[str] = []
     answered: set[str] = set()
+    reporter = status_reporter(following.on_status, following.progress)
 
     async def report(current: Mapping[str, Any]) -> None:
-        status, message = current.get("status", "working"), current.get("statusMessage")
-        if following.on_status is not None:
-            following.on_status(TaskState(status, message, task_id))
-        if following.progress is not None and message and (not said or said[-1] != message):
-            said.append(message)
-            await following.progress(len(said), None, message)
+        await reporter(current.get("status", "working"), current.get("statusMessage"), task_id)
 
     try:
         await report(task)
@@ -107,7 +94,7 @@ async def follow_task(session: Any, created: Mapping[str, Any]) -> Any:
                     task = await _get(session, task_id)
                     await report(task)
                     continue
-            await asyncio.sleep(interval(task))
+            await asyncio.sleep(poll_wait(task.get("pollIntervalMs")))
             task = await _get(session, task_id)
             await report(task)
     except BaseException:
@@ -202,4 +189,4 @@ def tasks_extension_offer() -> ClientExtension:
     return _extension_class()()
 
 
-__all__ = ["Following", "follow_task", "following_task", "interval", "tasks_extension_offer"]
+__all__ = ["Following", "follow_task", "following_task", "tasks_extension_offer"]

@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from workbench_magic.vocabulary.tasks import TERMINAL, TaskState
+from workbench_magic.vocabulary.tasks import TERMINAL, TaskState, TaskStatus
 
 logger = logging.getLogger("workbench_magic")
 
@@ -62,10 +62,28 @@ class TaskEnded(Exception):
     """A task that ended without a result (cancelled on the server)."""
 
 
-def _interval(task: Any) -> float:
-    suggested = task.poll_interval / 1000 if task.poll_interval else POLL_DEFAULT
+def poll_wait(suggested_ms: Any) -> float:
+    """Seconds until the next `tasks/get`: the server's suggestion (milliseconds), within `POLL_BOUNDS`."""
+    seconds = suggested_ms / 1000 if isinstance(suggested_ms, int | float) and suggested_ms > 0 else POLL_DEFAULT
     low, high = POLL_BOUNDS
-    return min(max(suggested, low), high)
+    return float(min(max(seconds, low), high))
+
+
+def status_reporter(
+    on_status: StatusCallback | None, progress: ProgressFn | None
+) -> Callable[[TaskStatus, str | None, str], Awaitable[None]]:
+    """`report(status, message, task_id)`: each status a task reports to `on_status`, and each new
+    status message to `progress(n, None, message)` (both kinds of task, tasks.py and extension_tasks.py)."""
+    said: list[str] = []
+
+    async def report(status: TaskStatus, message: str | None, task_id: str) -> None:
+        if on_status is not None:
+            on_status(TaskState(status, message, task_id))
+        if progress is not None and message and (not said or said[-1] != message):
+            said.append(message)
+            await progress(len(said), None, message)
+
+    return report
 
 
 async def call_as_task(
@@ -89,20 +107,15 @@ async def call_as_task(
     if isinstance(created, types.CallToolResult):
         return created  # the server ran it without a task
     task = created.task
-    said: list[str] = []
+    reporter = status_reporter(on_status, progress)
 
     async def report(current: Any) -> None:
-        if on_status is not None:
-            on_status(TaskState(current.status, current.status_message, current.task_id))
-        message = current.status_message
-        if progress is not None and message and (not said or said[-1] != message):
-            said.append(message)
-            await progress(len(said), None, message)
+        await reporter(current.status, current.status_message, current.task_id)
 
     async def poll() -> None:
         nonlocal task
         while task.status not in TERMINAL:
-            await asyncio.sleep(_interval(task))
+            await asyncio.sleep(poll_wait(task.poll_interval))
             task = await session.send_request(
                 types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult
             )
@@ -357,4 +370,13 @@ class ClientTasks:
         self._tasks.clear()
 
 
-__all__ = ["MODERN_TASKS", "ClientTasks", "StatusCallback", "TaskEnded", "call_as_task", "cancel_shielded"]
+__all__ = [
+    "MODERN_TASKS",
+    "ClientTasks",
+    "StatusCallback",
+    "TaskEnded",
+    "call_as_task",
+    "cancel_shielded",
+    "poll_wait",
+    "status_reporter",
+]

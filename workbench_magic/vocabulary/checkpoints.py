@@ -39,6 +39,15 @@ FORMAT = "workbench-magic checkpoint 1"
 Outcome = Literal["ok", "tool error", "raised"]
 RowKey = str | Callable[[Mapping[str, Any]], Any] | None
 """How rows are told apart: a column's name, a function of the row, or None (index and arguments)."""
+_COLUMNS = ("key", "index", "arguments", "outcome", "result", "error", "error_type")
+_RAISED = frozenset({"error", "error_type"})
+"""The fields only a row whose call raised has."""
+_JSON_TEXT = frozenset({"arguments", "result"})
+"""The fields a Parquet part file holds as JSON text."""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True)
@@ -57,28 +66,13 @@ class RowRecord:
     """The name of the `WorkbenchError` class a raised row raised."""
 
     def to_line(self) -> str:
-        data = {
-            "key": self.key,
-            "index": self.index,
-            "arguments": self.arguments,
-            "outcome": self.outcome,
-            "result": self.result,
-        }
-        if self.error is not None:
-            data |= {"error": self.error, "error_type": self.error_type}
-        return json.dumps(data, ensure_ascii=False, default=str) + "\n"
+        """The row as a line of JSON Lines (`error` and `error_type` only for a row that raised)."""
+        data = {name: getattr(self, name) for name in _COLUMNS if name not in _RAISED or self.error is not None}
+        return _json(data) + "\n"
 
     def to_columns(self) -> dict[str, Any]:
         """The row as a Parquet part file holds it (arguments and result as JSON text)."""
-        return {
-            "key": self.key,
-            "index": self.index,
-            "arguments": json.dumps(self.arguments, ensure_ascii=False, default=str),
-            "outcome": self.outcome,
-            "result": json.dumps(self.result, ensure_ascii=False, default=str),
-            "error": self.error,
-            "error_type": self.error_type,
-        }
+        return {name: _json(getattr(self, name)) if name in _JSON_TEXT else getattr(self, name) for name in _COLUMNS}
 
     @classmethod
     def from_columns(cls, row: Mapping[str, Any]) -> RowRecord:
@@ -148,7 +142,6 @@ JOURNAL = "journal.jsonl"
 PART_ROWS = 1000
 """Rows a Parquet checkpoint's journal takes before they move into a part file."""
 _META_KEY = b"workbench-magic"
-_COLUMNS = ("key", "index", "arguments", "outcome", "result", "error", "error_type")
 
 
 def uses_parquet(path: Path) -> bool:
@@ -245,6 +238,7 @@ class Checkpoint:
 
 
 def _schema(pa: Any) -> Any:
+    """The columns of a part file (`_COLUMNS`): text, but the row's index."""
     return pa.schema([(name, pa.int64() if name == "index" else pa.string()) for name in _COLUMNS])
 
 
@@ -258,9 +252,7 @@ def _part_records(folder: Path, tool: str) -> Iterator[RowRecord]:
         if head.get("format") != FORMAT:
             raise UsageError(f"{part} is not a part of a wb.map checkpoint")
         if head.get("tool") != tool:
-            raise UsageError(
-                f"The checkpoint {folder} is of {head.get('tool')}, not {tool}: give this batch a file of its own"
-            )
+            raise _of_another_tool(folder, head.get("tool"), tool)
         for row in table.to_pylist():
             yield RowRecord.from_columns(row)
 
@@ -289,6 +281,10 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[str, list[RowRecord]]
     return tool, sorted(checkpoint.finished().values(), key=lambda r: r.index)
 
 
+def _of_another_tool(path: Path, found: Any, tool: str) -> UsageError:
+    return UsageError(f"The checkpoint {path} is of {found}, not {tool}: give this batch a file of its own")
+
+
 def _header(path: Path) -> str:
     with path.open(encoding="utf-8") as file:
         first = file.readline()
@@ -304,7 +300,7 @@ def _header(path: Path) -> str:
 def _records(path: Path, tool: str) -> Iterator[tuple[str, RowRecord]]:
     found = _header(path)
     if found != tool:
-        raise UsageError(f"The checkpoint {path} is of {found}, not {tool}: give this batch a file of its own")
+        raise _of_another_tool(path, found, tool)
     with path.open(encoding="utf-8") as file:
         file.readline()
         for line in file:
