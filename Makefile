@@ -19,7 +19,7 @@ PYTEST_WORKERS ?= 4
 # per run, not once per process, and pytest keeps the test modules it rewrote.
 PYTEST_PLUGINS := -p xdist.plugin -p pytest_timeout
 
-.PHONY: lab test demo lint venv npm extensions bench bench-quick docs clean
+.PHONY: lab test demo lint venv npm extensions bench bench-quick bench-batch docs clean
 
 # --no-compile: a module is compiled when first imported (a few hundred of them), not all of them
 # at install (half of the install's time)
@@ -67,6 +67,9 @@ bench: $(BENCH_STAMP) npm
 	$(PY) bench/run.py
 bench-quick: $(BENCH_STAMP) npm
 	$(PY) bench/run.py --quick
+## make bench-batch: section 14, a 1,000,000-row checkpointed wb.map (about 11 minutes; not in `make bench`)
+bench-batch: $(BENCH_STAMP)
+	$(PY) bench/run.py --only bigbatch --out bench/results/bigbatch.json
 
 ## make docs: the documentation site, built strictly (a warning fails it) and offline into site/ (mkdocs.yml):
 ## the tutorials with the outputs of CI's run (build/notebooks/, else executed here), the reference from the code

@@ -1017,6 +1017,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "toolsets": lambda quick: __import__("toolsets").toolsets(quick),
     "schemas": lambda quick: __import__("portability").schemas(quick),
     "dask": lambda quick: __import__("dask_map").dask_map(quick),
+    "bigbatch": lambda quick: __import__("big_batch").big_batch(quick),
 }
 
 

@@ -5,6 +5,7 @@ and how often, is the server's word, not ours."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -145,6 +146,7 @@ def test_a_killed_writer_leaves_a_partial_line_that_runs_again(wb: Workbench, ta
     assert len(Batch.load(checkpoint)) == 2
     again = wb.map("t/s/tally", rows(3), checkpoint=checkpoint, progress=False)
     assert len(again) == 3 and sum(counted(tally).values()) == 4
+    assert [r.text for r in Batch.load(checkpoint)] == [f"counted r{i:03d}" for i in range(3)]  # no joined line
 
 
 def test_checkpoint_misuse_is_one_line(wb: Workbench, tmp_path: Path) -> None:
@@ -225,3 +227,70 @@ def test_a_parquet_checkpoint_moves_its_rows_into_part_files(
     again = wb.map("t/s/tally", rows(), checkpoint=folder, key="row", progress=False)
     assert len(again) == ROWS and sum(counted(tally).values()) == ROWS
     assert len(Batch.load(folder)) == ROWS
+
+
+def test_a_checkpointed_batch_draws_rows_as_it_calls_them_and_keeps_no_answers(
+    make_workbench: Any, tally: Path, checkpoint: Path
+) -> None:
+    """With a checkpoint, a row is drawn from a generator only when a worker is free for it, and the
+    batch holds no answers: the ones alive afterwards are the history's few."""
+    wb = make_workbench(
+        {"toolboxes": {"t": toolbox({"s": python_server(SERVERS / "tallyserver.py", str(tally))})}}, history_limit=3
+    )
+    ahead: list[int] = []
+
+    def generated() -> Any:
+        for i in range(120):
+            ahead.append(i - sum(counted(tally).values()))  # rows drawn and not answered, this one included
+            yield {"row": f"r{i:03d}"}
+
+    gc.collect()
+    before = _results_alive()
+    batch = wb.map("t/s/tally", generated(), checkpoint=checkpoint, concurrency=4, progress=False)
+    assert max(ahead) <= 4 + 1  # the workers' rows, and the one drawn to find the first to call
+    gc.collect()
+    assert _results_alive() - before <= 3 + 4  # the history's, and the workers' last: none per row
+    assert len(batch) == 120 and repr(batch).startswith("Batch t/s/tally: 120 rows, 120 ok, 0 tool errors")
+    assert [r.text for r in batch] == [f"counted r{i:03d}" for i in range(120)]  # read when used
+
+
+def _results_alive() -> int:
+    from workbench_magic.vocabulary.results import ToolResult
+
+    return sum(isinstance(o, ToolResult) for o in gc.get_objects())
+
+
+def test_a_batch_shows_its_failures_before_it_reads_its_rows(wb: Workbench, checkpoint: Path) -> None:
+    batch = wb.map("t/s/tally", [{"row": f"r{i}", "fail": i in (2, 5)} for i in range(8)], checkpoint=checkpoint)
+    lines = repr(batch).splitlines()
+    assert lines[0].startswith("Batch t/s/tally: 8 rows, 6 ok, 2 tool errors, 0 raised")
+    assert [line.split(":")[0].strip() for line in lines[1:]] == ["row 2", "row 5"]
+    html = batch._repr_html_()
+    assert html.count("<tr><td>") == 8 and html.count(">tool error<") == 2
+    assert sorted(batch.tool_errors) == [2, 5] and repr(batch).splitlines()[1:] == lines[1:]  # the same, read
+
+
+def test_rows_that_moved_or_were_hidden_are_the_batch_s_rows(wb: Workbench, tally: Path, checkpoint: Path) -> None:
+    """A row the checkpoint holds at another index (rows given in another order), or hidden by a row
+    written later at its index (a run with other rows in between), is written again where this run
+    has it, and not called again."""
+    first = wb.map("t/s/tally", rows(5), checkpoint=checkpoint, key="row", progress=False)
+    backwards = wb.map("t/s/tally", rows(5)[::-1], checkpoint=checkpoint, key="row", progress=False)
+    assert [r.text for r in backwards] == [r.text for r in first][::-1] and sum(counted(tally).values()) == 5
+    plain = tally.parent / "plain.jsonl"  # keys of index and arguments
+    original = rows(3)
+    edited = [original[0], {"row": "other"}, original[2]]
+    wb.map("t/s/tally", original, checkpoint=plain, progress=False)
+    assert [r.text for r in wb.map("t/s/tally", edited, checkpoint=plain, progress=False)][1] == "counted other"
+    again = wb.map("t/s/tally", original, checkpoint=plain, progress=False)
+    assert [r.text for r in again] == [f"counted r{i:03d}" for i in range(3)]
+    assert counted(tally)["r001"] == 2 and counted(tally)["other"] == 1  # once for each checkpoint
+
+
+def test_a_dataframe_is_drawn_in_chunks_across_their_edges(wb: Workbench, tally: Path, checkpoint: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"row": [f"r{i:04d}" for i in range(1100)]})  # the chunks hold 1,000 rows
+    batch = wb.map("t/s/tally", frame, checkpoint=checkpoint, key="row", concurrency=16, progress=False)
+    assert [r.text for r in batch[995:1005]] == [f"counted r{i:04d}" for i in range(995, 1005)]
+    assert counted(tally) == Counter(frame["row"])

@@ -16,14 +16,14 @@ import math
 import operator
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sized
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.arguments import row_arguments
-from workbench_magic.vocabulary.batches import Batch
-from workbench_magic.vocabulary.checkpoints import Checkpoint, RowKey, record_of, restored, row_key
+from workbench_magic.vocabulary.batches import Batch, CheckpointBatch
+from workbench_magic.vocabulary.checkpoints import Checkpoint, Finished, RowKey, record_of, row_key
 from workbench_magic.vocabulary.errors import ConnectError, NotFoundError, UsageError, WorkbenchError
 
 if TYPE_CHECKING:
@@ -62,60 +62,89 @@ def run_batch(
     `call` is the workbench's call coroutine, `run` its way onto the loop, `lookup` finds the tool
     as a call would. A wrong target, rows that are not mappings or a `concurrency` below 1 raise a
     one-line error before anything runs (and before the progress bar shows). With `checkpoint`,
-    the rows it holds are not called again (those that failed are, with `retry_failed`), and each
-    row that finishes is written to it as it ends (checkpoints.py).
+    the rows it holds are not called again (those that failed are, with `retry_failed`), each row
+    that finishes is written to it as it ends (checkpoints.py), and the rows are drawn from `rows`
+    as workers free up: the batch keeps no more than `concurrency` rows and their answers, and the
+    `CheckpointBatch` it returns reads them back from the checkpoint when they are used.
     """
     ident = parse_identifier(target)
     workers = _concurrency(concurrency)
+    if checkpoint is not None:
+        return _run_checkpointed(
+            call, run, ident, rows, workers, timeout, progress, lookup, checkpoint, key, retry_failed
+        )
     arguments = as_rows(rows)
     if not arguments:
         return Batch(identifier=ident)
-    keys: list[str] = []
-    store: Checkpoint | None = None
-    restored_rows: dict[int, tuple[ToolResult, WorkbenchError | None]] = {}
-    if checkpoint is not None:
-        keys = _keys(arguments, key)
-        store = Checkpoint(checkpoint, str(ident))
-        finished = store.finished()
-        for index, row_id in enumerate(keys):
-            record = finished.get(row_id)
-            if record is not None and (record.outcome == "ok" or not retry_failed):
-                restored_rows[index] = restored(ident, record)
-    pending = [i for i in range(len(arguments)) if i not in restored_rows]
+    channel = waiting_channel()
+    if lookup is not None:
+        run(lookup(ident), channel)  # a tool that is not there raises here, before any bar
+    bar = _Bar(str(ident), len(arguments)) if progress else None
+    results: list[ToolResult | None] = [None] * len(arguments)
+    errors: dict[int, WorkbenchError] = {}
+
+    def keep(index: int, row: dict[str, Any], result: ToolResult, error: WorkbenchError | None) -> None:
+        results[index] = result
+        if error is not None:
+            errors[index] = error
+
+    tally = _Tally()
+    job = _Job(call, ident, enumerate(arguments), workers, timeout, channel, tally, bar, keep)
+    try:
+        elapsed = run(job.run(), channel)
+    finally:
+        if bar is not None:
+            bar.close(tally)
+    answered = [result for result in results if result is not None]
+    assert len(answered) == len(results)  # every row answered or raised (else the group raised)
+    return Batch(answered, identifier=ident, arguments=arguments, errors=errors, elapsed=elapsed)
+
+
+def _run_checkpointed(
+    call: CallRow,
+    run: RunOnLoop,
+    ident: ToolIdentifier,
+    rows: Any,
+    workers: int,
+    timeout: float | None,
+    progress: bool,
+    lookup: Lookup | None,
+    checkpoint: str | os.PathLike[str],
+    key: RowKey,
+    retry_failed: bool,
+) -> CheckpointBatch:
+    """`run_batch` with a checkpoint: rows drawn as they are called, each written as it ends."""
+    drawn = _drawn(rows)
+    store = Checkpoint(checkpoint, str(ident))
+    tally = _Tally()
+    source = _Resuming(drawn, key, store.outcomes(), retry_failed, tally)
+    pending = source.peek()  # the rows already done before the first to call: the bar starts there
     channel = waiting_channel()
     if lookup is not None and pending:
         run(lookup(ident), channel)  # a tool that is not there raises here, before any bar
-    bar = _Bar(str(ident), len(arguments), initial=len(restored_rows)) if progress else None
+    total = len(rows) if isinstance(rows, Sized) and not isinstance(rows, Mapping) else None
+    bar = _Bar(str(ident), total, initial=tally.done) if progress else None
 
-    def write(index: int, result: ToolResult, error: WorkbenchError | None) -> None:
-        if store is not None:
-            store.write(record_of(keys[index], index, arguments[index], result, error))
+    def write(index: int, row: dict[str, Any], result: ToolResult, error: WorkbenchError | None) -> None:
+        store.write(record_of(source.keys.pop(index), index, row, result, error))
 
-    job = _Job(call, ident, arguments, workers, timeout, channel, bar.show if bar is not None else None)
-    job.resume(restored_rows, pending, write)
+    job = _Job(call, ident, source, workers, timeout, channel, tally, bar, write)
     try:
-        results, errors, elapsed = run(job.run(), channel)
+        elapsed = run(job.run(), channel)
+        store.move(source.moved)
     finally:
         if bar is not None:
-            bar.close()
-        if store is not None:
-            store.close()
-    return Batch(results, identifier=ident, arguments=arguments, errors=errors, elapsed=elapsed)
-
-
-def _keys(arguments: list[dict[str, Any]], key: RowKey) -> list[str]:
-    """Each row's key in the checkpoint; two rows with one key are a usage error."""
-    keys: list[str] = []
-    seen: dict[str, int] = {}
-    for index, row in enumerate(arguments):
-        row_id = row_key(index, row, row, key)
-        if row_id in seen:
-            raise UsageError(
-                f"Rows {seen[row_id]} and {index} have the same key {row_id!r}: a checkpoint needs one per row"
-            )
-        seen[row_id] = index
-        keys.append(row_id)
-    return keys
+            bar.close(tally)
+        store.close()
+    return CheckpointBatch(
+        store.path,
+        identifier=ident,
+        count=source.count,
+        until=store.mark(),
+        counts=(tally.done - tally.failed, tally.failed - tally.raised, tally.raised),
+        failed=tally.first_failed,
+        elapsed=elapsed,
+    )
 
 
 def _concurrency(value: Any) -> int:
@@ -129,22 +158,39 @@ def _concurrency(value: Any) -> int:
 
 
 # ---- rows -------------------------------------------------------------------------------------
+_FRAME_CHUNK = 1000
+"""Rows of a DataFrame made into dicts at a time, when they are drawn as workers free up."""
+
+
 def as_rows(rows: Any) -> list[dict[str, Any]]:
     """The rows of `wb.map` as argument dicts of JSON types: an iterable of mappings, or a DataFrame
     (one row per line). Numpy values become Python ones, NaN / NA / NaT None, dates ISO text; a
     value with no JSON form stays, for its row's call to refuse (`row_arguments`)."""
+    return [arguments for _, arguments in _drawn(rows)]
+
+
+def _drawn(rows: Any) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
+    """Each row and its arguments, made as they are drawn (`as_rows`); rows that are not an iterable
+    of mappings or a DataFrame raise here, a row that is not a mapping when it is drawn."""
     if _is_dataframe(rows):
-        records: Iterable[Any] = rows.to_dict(orient="records")
+        records: Iterable[Any] = _frame_records(rows)
     elif isinstance(rows, Mapping | str | bytes) or not isinstance(rows, Iterable):
         raise UsageError(f"wb.map needs rows: a list of argument mappings or a DataFrame, not a {type(rows).__name__}")
     else:
         records = rows
-    out = []
+    return _arguments_of(records)
+
+
+def _frame_records(frame: Any) -> Iterator[dict[str, Any]]:
+    for start in range(0, len(frame), _FRAME_CHUNK):
+        yield from frame.iloc[start : start + _FRAME_CHUNK].to_dict(orient="records")
+
+
+def _arguments_of(records: Iterable[Any]) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
     for index, row in enumerate(records):
         if not isinstance(row, Mapping):
             raise UsageError(f"wb.map needs a mapping of arguments per row; row {index} is a {type(row).__name__}")
-        out.append(row_arguments(row))
-    return out
+        yield row, row_arguments(row)
 
 
 def _is_dataframe(value: Any) -> bool:
@@ -161,97 +207,166 @@ def _raised(ident: ToolIdentifier, arguments: dict[str, Any], error: WorkbenchEr
     return ToolResult(identifier=ident, raw=raw, arguments=arguments)
 
 
+class _Tally:
+    """A batch's counts as rows end (loop thread; the caller's thread reads them once it ended)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.failed = 0
+        self.raised = 0
+        self._failed_rows: list[int] = []
+
+    def add(self, index: int, failed: bool, raised: bool) -> None:
+        self.done += 1
+        if failed:
+            self.failed += 1
+            self.raised += raised
+            self._failed_rows.append(index)
+            if len(self._failed_rows) > 2 * SHOWN_FAILURES:  # only the first ones are shown
+                self._failed_rows = sorted(self._failed_rows)[:SHOWN_FAILURES]
+
+    @property
+    def first_failed(self) -> list[int]:
+        """The failed rows a batch's repr lists: the first `SHOWN_FAILURES`, by index."""
+        return sorted(self._failed_rows)[:SHOWN_FAILURES]
+
+
+SHOWN_FAILURES = 50
+"""Failed rows a checkpointed batch remembers the indices of, for its repr (as `Batch` shows)."""
+
+
+class _Resuming:
+    """The rows of a checkpointed batch, drawn as workers free up: yields `(index, arguments)` of each
+    row to call, and counts and passes over the rows the checkpoint holds (`tally`).
+
+    Holds the keys of the rows in flight, and with a `key`, every key seen (to refuse a key given
+    twice); with none, nothing that grows with the rows."""
+
+    def __init__(
+        self,
+        drawn: Iterator[tuple[Mapping[str, Any], dict[str, Any]]],
+        key: RowKey,
+        finished: Finished,
+        retry_failed: bool,
+        tally: _Tally,
+    ) -> None:
+        self._rows = enumerate(drawn)
+        self._key = key
+        self._finished = finished
+        self._retry_failed = retry_failed
+        self._tally = tally
+        self._seen: dict[str, int] = {}
+        self._ahead: tuple[int, dict[str, Any]] | None = None
+        self.keys: dict[int, str] = {}
+        """The key of each row drawn and not yet written."""
+        self.moved: dict[str, int] = {}
+        """Rows the checkpoint holds at another index, or hidden by a row written later there."""
+        self.count = 0
+        """Rows drawn so far (all of them, once drawing ended)."""
+
+    def peek(self) -> bool:
+        """Draw up to the first row to call (kept for the first worker); False when there is none."""
+        try:
+            self._ahead = next(self)
+        except StopIteration:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        return self
+
+    def __next__(self) -> tuple[int, dict[str, Any]]:
+        if self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            return ahead
+        for index, (row, arguments) in self._rows:
+            self.count = index + 1
+            row_id = row_key(index, arguments, row, self._key)
+            if self._key is not None:
+                if row_id in self._seen:
+                    raise UsageError(
+                        f"Rows {self._seen[row_id]} and {index} have the same key {row_id!r}: "
+                        "a checkpoint needs one per row"
+                    )
+                self._seen[row_id] = index
+            done = self._finished.outcome.get(row_id)
+            if done is not None and (done[0] == "ok" or not self._retry_failed):
+                self._tally.add(index, done[0] != "ok", done[0] == "raised")
+                if self._finished.latest.get(index) != row_id:
+                    self.moved[row_id] = index
+                continue
+            self.keys[index] = row_id
+            return index, arguments
+        raise StopIteration
+
+
 # ---- the coroutine on the loop ----------------------------------------------------------------
+Finish = Callable[[int, dict[str, Any], "ToolResult", WorkbenchError | None], None]
+"""What is done with a row that ended: (index, arguments, result, what its call raised)."""
+
+
 class _Job:
-    """One batch, on the loop thread: its workers, its results and its progress posts."""
+    """One batch, on the loop thread: its workers, taking rows from one iterator, and its progress."""
 
     def __init__(
         self,
         call: CallRow,
         ident: ToolIdentifier,
-        arguments: list[dict[str, Any]],
+        rows: Iterator[tuple[int, dict[str, Any]]],
         workers: int,
         timeout: float | None,
         channel: Channel,
-        report: Callable[[int, int], None] | None,
+        tally: _Tally,
+        bar: _Bar | None,
+        finish: Finish,
     ) -> None:
         self.call = call
         self.ident = ident
-        self.arguments = arguments
-        self.workers = min(workers, len(arguments))
+        self.rows = rows
+        self.workers = workers
         self.timeout = timeout
         self.channel = channel
-        self.report = report
-        self.results: list[ToolResult | None] = [None] * len(arguments)
-        self.errors: dict[int, WorkbenchError] = {}
-        self.done = 0
-        self.failed = 0
+        self.tally = tally
+        self.bar = bar
+        self.finish = finish
         self.answered = 0
         """Rows answered by this run (not restored from a checkpoint)."""
-        self.pending = list(range(len(arguments)))
-        self.on_row: Callable[[int, ToolResult, WorkbenchError | None], None] | None = None
         self._posted = -math.inf
         self._timer: asyncio.TimerHandle | None = None
 
-    def resume(
-        self,
-        finished: Mapping[int, tuple[ToolResult, WorkbenchError | None]],
-        pending: list[int],
-        on_row: Callable[[int, ToolResult, WorkbenchError | None], None],
-    ) -> None:
-        """Start with the rows a checkpoint holds (`finished`), call only `pending`, and tell
-        `on_row(index, result, raised)` of each row as it ends (loop thread)."""
-        for index, (result, error) in finished.items():
-            self.results[index] = result
-            if error is not None:
-                self.errors[index] = error
-            self.failed += result.is_error
-        self.done = len(finished)
-        self.pending = pending
-        self.workers = max(1, min(self.workers, len(pending)))
-        self.on_row = on_row
-
-    async def run(self) -> tuple[list[ToolResult], dict[int, WorkbenchError], float]:
+    async def run(self) -> float:
+        """Call every row; the seconds it took."""
         started = time.perf_counter()
-        rows = iter(self.pending)  # shared by the workers: they take the next row in turn
         try:
             async with asyncio.TaskGroup() as group:
                 for _ in range(self.workers):
-                    group.create_task(self._worker(rows))
+                    group.create_task(self._worker())
         finally:
             if self._timer is not None:
                 self._timer.cancel()
-        filled = [result for result in self.results if result is not None]
-        assert len(filled) == len(self.results)  # every row answered or raised (else the group raised)
-        return filled, self.errors, time.perf_counter() - started
+        return time.perf_counter() - started
 
-    async def _worker(self, rows: Iterator[int]) -> None:
-        call, ident, timeout, arguments = self.call, self.ident, self.timeout, self.arguments
-        for index in rows:
+    async def _worker(self) -> None:
+        call, ident, timeout = self.call, self.ident, self.timeout
+        for index, arguments in self.rows:  # one iterator, shared: each worker takes the next row
             error: WorkbenchError | None = None
             try:
-                result = await call(ident, arguments[index], timeout, None)
+                result = await call(ident, arguments, timeout, None)
             except WorkbenchError as exc:
                 # No row answered yet and the target itself is wrong or unreachable: raise it, as
                 # `call` would, rather than give every row the same error.
                 if self.answered == 0 and isinstance(exc, NotFoundError | ConnectError):
                     raise
-                error = self.errors[index] = exc
-                result = _raised(ident, arguments[index], exc)
-            self.results[index] = result
-            self.failed += result.is_error
-            self.done += 1
+                error = exc
+                result = _raised(ident, arguments, exc)
             self.answered += 1
-            if self.on_row is not None:
-                self.on_row(index, result, error)
-            if self.report is not None:
+            self.tally.add(index, result.is_error, error is not None)
+            self.finish(index, arguments, result, error)
+            if self.bar is not None:
                 self._progress()
 
     def _progress(self) -> None:
         """Post the count to the caller's thread now, or schedule it (at most `UPDATES_PER_SECOND`)."""
-        if self.done == len(self.arguments):
-            self._post()
-            return
         if self._timer is not None:
             return  # a post is due: it will carry the count as it is then
         wait = self._posted + 1 / UPDATES_PER_SECOND - time.monotonic()
@@ -265,8 +380,8 @@ class _Job:
             self._timer.cancel()
             self._timer = None
         self._posted = time.monotonic()
-        if self.report is not None:
-            self.channel.post(functools.partial(self.report, self.done, self.failed))
+        if self.bar is not None:
+            self.channel.post(functools.partial(self.bar.show, self.tally.done, self.tally.failed))
 
 
 # ---- the progress bar (the caller's thread only) ------------------------------------------------
@@ -274,7 +389,7 @@ class _Bar:
     """A tqdm bar: a widget in a kernel, text on stderr elsewhere (`tqdm.auto`). Made, updated and
     closed on the thread that waits for the batch."""
 
-    def __init__(self, label: str, total: int, initial: int = 0) -> None:
+    def __init__(self, label: str, total: int | None, initial: int = 0) -> None:
         from tqdm.auto import tqdm
 
         self._bar = tqdm(total=total, initial=initial, desc=label, unit="call")
@@ -288,7 +403,11 @@ class _Bar:
             bar.set_postfix_str(f"failed={failed}", refresh=False)
         bar.update(done - bar.n)
 
-    def close(self) -> None:
+    def close(self, tally: _Tally) -> None:
+        """Show the final count (the batch ended, or stopped) and close."""
+        if self._bar.total is None:
+            self._bar.total = tally.done
+        self.show(tally.done, tally.failed)
         self._bar.close()
 
 

@@ -9,20 +9,27 @@ Plain data: no SDK import; pandas is imported by `to_pandas()` only.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.errors import WorkbenchError, import_pandas
+from workbench_magic.vocabulary.errors import UsageError, WorkbenchError, import_pandas
 from workbench_magic.vocabulary.masking import mask
 from workbench_magic.vocabulary.rendering import esc, first_line, json_dump
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from workbench_magic.vocabulary.checkpoints import Mark
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.results import ToolResult
 
+_Row = tuple["ToolResult", WorkbenchError | None, dict[str, Any]]
+"""A row read from a checkpoint: its result, what its call raised, its arguments."""
+_View = tuple[str, str, dict[str, Any]]
+"""A row as the reprs show it: status, shown value, arguments."""
 _SHOWN = 50
 """Rows the HTML table shows; failures the text repr lists."""
 _CELL = 120
@@ -172,26 +179,23 @@ class Batch(list["ToolResult"]):
         return pd.DataFrame.from_records(records, columns=columns)
 
     # ---- reprs ------------------------------------------------------------------------------
-    def _outcome(self, index: int) -> tuple[str, str]:
-        """(status, shown value) of a row."""
-        result = self[index]
-        error = self.error_text(index)
-        if index in self.errors:
-            return "raised", error or ""
-        if error is not None:
-            return "tool error", error
-        data = result.data
-        shown = json_dump(data, None) if data is not None else result.text
-        return "ok", shown
+    def _failed_shown(self) -> list[int]:
+        """The failed rows the text repr lists (the first `_SHOWN`)."""
+        return [i for i in range(len(self)) if self.error_text(i) is not None][:_SHOWN]
+
+    def _row_view(self, index: int) -> _View:
+        """(status, shown value, arguments) of a row, as the reprs show it."""
+        arguments = self.arguments[index] if index < len(self.arguments) else {}
+        return _view(self[index], self.errors.get(index), arguments)
 
     def __repr__(self) -> str:
         lines = [self._summary()]
-        failed = [i for i in range(len(self)) if self.error_text(i) is not None]
-        for index in failed[:_SHOWN]:
-            status, shown = self._outcome(index)
+        for index in self._failed_shown():
+            status, shown, _ = self._row_view(index)
             lines.append(f"  row {index}: {status}: {first_line(shown, _CELL)}")
-        if len(failed) > _SHOWN:
-            lines.append(f"  … {len(failed) - _SHOWN} more failed rows")
+        _, tool_errors, raised = self._counts()
+        if tool_errors + raised > _SHOWN:
+            lines.append(f"  … {tool_errors + raised - _SHOWN} more failed rows")
         return mask("\n".join(lines), self._secrets())
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -201,8 +205,7 @@ class Batch(list["ToolResult"]):
         colors = {"ok": "#1b5e20", "tool error": "#b00020", "raised": "#b00020"}
         body = []
         for index in range(min(len(self), _SHOWN)):
-            status, shown = self._outcome(index)
-            arguments = self.arguments[index] if index < len(self.arguments) else {}
+            status, shown, arguments = self._row_view(index)
             body.append(
                 f"<tr><td>{index}</td><td><code>{esc(first_line(json_dump(arguments, None), _CELL))}</code></td>"
                 f"<td style='color:{colors[status]}'>{status}</td><td>{esc(first_line(shown, _CELL))}</td></tr>"
@@ -211,10 +214,137 @@ class Batch(list["ToolResult"]):
         table = (
             "<table><thead><tr><th>row</th><th>arguments</th><th>status</th><th>result</th></tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{more}"
-            if self
+            if len(self)
             else ""
         )
         return mask(f"<div><b>{esc(self._summary())}</b>{table}</div>", self._secrets())
 
 
-__all__ = ["Batch"]
+class CheckpointBatch(Batch):
+    """The batch of a `wb.map` with a checkpoint: its rows stay in the checkpoint, so that a batch of
+    any size costs the kernel no memory for its answers.
+
+    Its length, counts and reprs need only the rows they show; the rows are read from the checkpoint
+    the first time they are used (an item, iteration, `.arguments`, `.errors`, `to_pandas()`), and
+    kept from then on. The batch is the rows of its run: at each index, the row written there last
+    when the run ended (a later run with the same checkpoint does not change it).
+
+    Attributes:
+        path: the checkpoint.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        identifier: ToolIdentifier,
+        count: int,
+        until: Mark,
+        counts: tuple[int, int, int],
+        failed: Iterable[int],
+        elapsed: float,
+    ) -> None:
+        self._loaded = False
+        super().__init__(identifier=identifier, elapsed=elapsed)
+        self.path = Path(path)
+        self._count = count
+        self._until = until
+        self._known = counts
+        self._failed = sorted(failed)[:_SHOWN]
+        self._preview: dict[int, _Row] | None = None
+
+    # `Batch.__init__` sets these two; read, they are the checkpoint's
+    @property  # type: ignore[override]
+    def arguments(self) -> list[dict[str, Any]]:
+        self._load()
+        return self._arguments
+
+    @arguments.setter
+    def arguments(self, value: list[dict[str, Any]]) -> None:
+        self._arguments = value
+
+    @property  # type: ignore[override]
+    def errors(self) -> dict[int, WorkbenchError]:
+        self._load()
+        return self._errors
+
+    @errors.setter
+    def errors(self, value: dict[int, WorkbenchError]) -> None:
+        self._errors = value
+
+    def _load(self) -> None:
+        """Read the rows from the checkpoint (once)."""
+        if self._loaded:
+            return
+        rows = self._read(None)
+        self._loaded = True
+        list.extend(self, (rows[i][0] for i in range(self._count)))
+        self._arguments = [rows[i][2] for i in range(self._count)]
+        self._errors = {i: error for i in range(self._count) if (error := rows[i][1]) is not None}
+        self._preview = None
+
+    def _read(
+        self, wanted: Iterable[int] | None
+    ) -> dict[int, tuple[ToolResult, WorkbenchError | None, dict[str, Any]]]:
+        from workbench_magic.vocabulary.checkpoints import Checkpoint, restored
+
+        assert self.identifier is not None
+        wanted_rows = None if wanted is None else set(wanted)
+        records = Checkpoint(self.path, str(self.identifier)).rows(self._count, self._until, wanted_rows)
+        for index in range(self._count) if wanted_rows is None else sorted(wanted_rows):
+            if index not in records:
+                raise UsageError(f"The checkpoint {self.path} has no row {index}: it changed after the batch ran")
+        return {i: (*restored(self.identifier, r), r.arguments) for i, r in records.items()}
+
+    def __len__(self) -> int:
+        return list.__len__(self) if self._loaded else self._count
+
+    def _counts(self) -> tuple[int, int, int]:
+        return super()._counts() if self._loaded else self._known
+
+    def _failed_shown(self) -> list[int]:
+        return super()._failed_shown() if self._loaded else self._failed
+
+    def _row_view(self, index: int) -> _View:
+        if self._loaded:
+            return super()._row_view(index)
+        if self._preview is None:
+            self._preview = self._read({*range(min(self._count, _SHOWN)), *self._failed})
+        return _view(*self._preview[index])
+
+    def _secrets(self) -> frozenset[str]:
+        if self._loaded:
+            return super()._secrets()
+        return frozenset(s for result, _, _ in (self._preview or {}).values() for s in result.secrets)
+
+
+def _view(result: ToolResult, raised: WorkbenchError | None, arguments: dict[str, Any]) -> _View:
+    """(status, shown value, arguments) of a row: its answer, or what its call raised."""
+    if raised is not None:
+        return "raised", str(raised), arguments
+    if result.is_error:
+        return "tool error", result.error_message() or "", arguments
+    data = result.data
+    return "ok", json_dump(data, None) if data is not None else result.text, arguments
+
+
+def _reading(name: str) -> Callable[..., Any]:
+    method = getattr(list, name)
+
+    @functools.wraps(method)
+    def read_first(self: CheckpointBatch, *args: Any, **kwargs: Any) -> Any:
+        self._load()
+        return method(self, *args, **kwargs)
+
+    return read_first
+
+
+for _name in (
+    "__getitem__", "__iter__", "__reversed__", "__contains__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__add__", "__mul__", "__rmul__", "__iadd__", "__imul__", "__setitem__", "__delitem__", "__reduce_ex__",
+    "append", "extend", "insert", "pop", "remove", "index", "count", "sort", "reverse", "clear", "copy",
+):  # fmt: skip
+    setattr(CheckpointBatch, _name, _reading(_name))
+
+
+__all__ = ["Batch", "CheckpointBatch"]

@@ -20,10 +20,11 @@ arguments: rows that moved or changed are new rows. Plain data: no SDK import.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -124,6 +125,23 @@ def restored(ident: ToolIdentifier, record: RowRecord) -> tuple[ToolResult, Work
     return result, error
 
 
+@dataclass(frozen=True)
+class Mark:
+    """Where a checkpoint ended at a moment (`Checkpoint.mark`): its part files, its journal's bytes."""
+
+    parts: int
+    journal: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A checkpoint as a resuming run reads it: each key's outcome and index (its last line), and the
+    key written last at each index."""
+
+    outcome: dict[str, tuple[Outcome, int]]
+    latest: dict[int, str]
+
+
 def row_key(index: int, arguments: Mapping[str, Any], row: Mapping[str, Any], key: RowKey) -> str:
     """The key of a row: `row[key]` for a column name, `key(row)` for a function, else its index
     and a hash of its arguments."""
@@ -175,18 +193,65 @@ class Checkpoint:
         self._file: Any = None
         self._journaled = 0
 
+    def records(self, until: Mark | None = None) -> Iterator[RowRecord]:
+        """Every row line, in the order written (part files, then the journal); read as it goes.
+        With `until`, only those written before it was taken.
+
+        Raises:
+            UsageError: it is not a checkpoint, or is one of another tool.
+        """
+        if self.parquet and self.path.is_dir():
+            yield from _part_records(self.path, self.tool, None if until is None else until.parts)
+        if self.journal.exists() and self.journal.stat().st_size:
+            limit = None if until is None else until.journal
+            yield from (record for _, record in _records(self.journal, self.tool, limit))
+
+    def mark(self) -> Mark:
+        """Where the checkpoint ends now: a later run adds its rows after it (and never changes
+        what is before: lines are appended, part files added, a journal emptied only once its rows
+        are in a part)."""
+        parts = len(list(self.path.glob("part-*.parquet"))) if self.parquet and self.path.is_dir() else 0
+        return Mark(parts, self.journal.stat().st_size if self.journal.exists() else 0)
+
     def finished(self) -> dict[str, RowRecord]:
         """The rows finished so far, by key (the last line of a key counts); `{}` for a new checkpoint.
 
         Raises:
             UsageError: it is not a checkpoint, or is one of another tool.
         """
-        records: dict[str, RowRecord] = {}
-        if self.parquet and self.path.is_dir():
-            records.update((r.key, r) for r in _part_records(self.path, self.tool))
-        if self.journal.exists() and self.journal.stat().st_size:
-            records.update(_records(self.journal, self.tool))
-        return records
+        return {record.key: record for record in self.records()}
+
+    def outcomes(self) -> Finished:
+        """What a run resuming from the checkpoint needs of it, without the rows' answers."""
+        outcome: dict[str, tuple[Outcome, int]] = {}
+        latest: dict[int, str] = {}
+        for record in self.records():
+            outcome[record.key] = (record.outcome, record.index)
+            latest[record.index] = record.key
+        return Finished(outcome, latest)
+
+    def rows(self, count: int, until: Mark, wanted: Collection[int] | None = None) -> dict[int, RowRecord]:
+        """A batch's rows by index (`0 <= index < count`, or those `wanted`) as they were at `until`:
+        at each index, the row written last there, and of each key its last line (an older line of a
+        row run again is not its answer)."""
+        by_key: dict[str, RowRecord] = {}
+        for record in self.records(until):
+            if record.index < count and (wanted is None or record.index in wanted):
+                by_key.pop(record.key, None)  # re-inserted: the dict's order stays the order written
+                by_key[record.key] = record
+            else:
+                by_key.pop(record.key, None)
+        return {record.index: record for record in by_key.values()}
+
+    def move(self, moved: Mapping[str, int]) -> None:
+        """Write again, at their index in this run, the rows restored from an older run (`moved`: key ->
+        index) whose index there differs, or that a row written later at that index hides."""
+        if not moved:
+            return
+        last = {record.key: record for record in self.records() if record.key in moved}
+        for key, index in moved.items():
+            if key in last:
+                self.write(dataclasses.replace(last[key], index=index))
 
     def write(self, record: RowRecord) -> None:
         """Add one finished row, whole and flushed (a killed process keeps what was written)."""
@@ -207,8 +272,10 @@ class Checkpoint:
             self._file = None
 
     def _open(self, *, empty: bool = False) -> None:
-        new = empty or not self.journal.exists() or self.journal.stat().st_size == 0
         self.journal.parent.mkdir(parents=True, exist_ok=True)
+        if not empty and self.journal.exists():
+            _drop_partial_line(self.journal)
+        new = empty or not self.journal.exists() or self.journal.stat().st_size == 0
         self._file = self.journal.open("w" if empty else "a", encoding="utf-8")
         if new:
             self._file.write(json.dumps({"format": FORMAT, "tool": self.tool}) + "\n")
@@ -237,16 +304,35 @@ class Checkpoint:
         self._journaled = 0
 
 
+def _drop_partial_line(path: Path) -> None:
+    """Cut a last line left without its newline (a process killed mid-write), so that the next row
+    does not join it."""
+    with path.open("rb+") as file:
+        end = file.seek(0, os.SEEK_END)
+        file.seek(max(0, end - 1))
+        if end == 0 or file.read(1) == b"\n":
+            return
+        while end > 0:
+            start = max(0, end - 4096)
+            file.seek(start)
+            cut = file.read(end - start).rfind(b"\n")
+            if cut >= 0:
+                file.truncate(start + cut + 1)
+                return
+            end = start
+        file.truncate(0)
+
+
 def _schema(pa: Any) -> Any:
     """The columns of a part file (`_COLUMNS`): text, but the row's index."""
     return pa.schema([(name, pa.int64() if name == "index" else pa.string()) for name in _COLUMNS])
 
 
-def _part_records(folder: Path, tool: str) -> Iterator[RowRecord]:
-    """The rows of a Parquet checkpoint's part files, oldest first."""
+def _part_records(folder: Path, tool: str, parts: int | None = None) -> Iterator[RowRecord]:
+    """The rows of a Parquet checkpoint's part files, oldest first (the first `parts` of them)."""
     import pyarrow.parquet as pq
 
-    for part in sorted(folder.glob("part-*.parquet")):
+    for part in sorted(folder.glob("part-*.parquet"))[:parts]:
         table = pq.read_table(part)
         head = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
         if head.get("format") != FORMAT:
@@ -297,15 +383,18 @@ def _header(path: Path) -> str:
     return str(head.get("tool"))
 
 
-def _records(path: Path, tool: str) -> Iterator[tuple[str, RowRecord]]:
+def _records(path: Path, tool: str, limit: int | None = None) -> Iterator[tuple[str, RowRecord]]:
+    """The rows of a JSON Lines file, in the order written (those in its first `limit` bytes)."""
     found = _header(path)
     if found != tool:
         raise _of_another_tool(path, found, tool)
-    with path.open(encoding="utf-8") as file:
-        file.readline()
-        for line in file:
-            if not line.endswith("\n"):
-                break  # the last line of a process killed mid-write: that row runs again
+    with path.open("rb") as file:
+        read = len(file.readline())
+        for raw in file:
+            read += len(raw)
+            if (limit is not None and read > limit) or not raw.endswith(b"\n"):
+                break  # written after the limit, or the last line of a process killed mid-write
+            line = raw.decode("utf-8")
             try:
                 record = RowRecord.from_data(json.loads(line))
             except (ValueError, KeyError, TypeError):
@@ -318,6 +407,8 @@ __all__ = [
     "JOURNAL",
     "PART_ROWS",
     "Checkpoint",
+    "Finished",
+    "Mark",
     "RowKey",
     "RowRecord",
     "read_checkpoint",
