@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.arguments import row_arguments
-from workbench_magic.vocabulary.batches import Batch, CheckpointBatch
+from workbench_magic.vocabulary.batches import SHOWN, Batch, CheckpointBatch
 from workbench_magic.vocabulary.checkpoints import Checkpoint, Finished, RowKey, record_of, row_key
 from workbench_magic.vocabulary.errors import ConnectError, NotFoundError, UsageError, WorkbenchError
 
@@ -222,17 +222,13 @@ class _Tally:
             self.failed += 1
             self.raised += raised
             self._failed_rows.append(index)
-            if len(self._failed_rows) > 2 * SHOWN_FAILURES:  # only the first ones are shown
-                self._failed_rows = sorted(self._failed_rows)[:SHOWN_FAILURES]
+            if len(self._failed_rows) > 2 * SHOWN:  # only the first ones are shown
+                self._failed_rows = sorted(self._failed_rows)[:SHOWN]
 
     @property
     def first_failed(self) -> list[int]:
-        """The failed rows a batch's repr lists: the first `SHOWN_FAILURES`, by index."""
-        return sorted(self._failed_rows)[:SHOWN_FAILURES]
-
-
-SHOWN_FAILURES = 50
-"""Failed rows a checkpointed batch remembers the indices of, for its repr (as `Batch` shows)."""
+        """The failed rows a batch's repr lists: the first `SHOWN`, by index."""
+        return sorted(self._failed_rows)[:SHOWN]
 
 
 class _Resuming:

@@ -30,8 +30,8 @@ _Row = tuple["ToolResult", WorkbenchError | None, dict[str, Any]]
 """A row read from a checkpoint: its result, what its call raised, its arguments."""
 _View = tuple[str, str, dict[str, Any]]
 """A row as the reprs show it: status, shown value, arguments."""
-_SHOWN = 50
-"""Rows the HTML table shows; failures the text repr lists."""
+SHOWN = 50
+"""Rows the HTML table shows; failures the text repr lists (a checkpointed run keeps that many failed rows' indices)."""
 _CELL = 120
 """Characters of a value shown in a cell."""
 
@@ -180,8 +180,8 @@ class Batch(list["ToolResult"]):
 
     # ---- reprs ------------------------------------------------------------------------------
     def _failed_shown(self) -> list[int]:
-        """The failed rows the text repr lists (the first `_SHOWN`)."""
-        return [i for i in range(len(self)) if self.error_text(i) is not None][:_SHOWN]
+        """The failed rows the text repr lists (the first `SHOWN`)."""
+        return [i for i in range(len(self)) if self.error_text(i) is not None][:SHOWN]
 
     def _row_view(self, index: int) -> _View:
         """(status, shown value, arguments) of a row, as the reprs show it."""
@@ -194,8 +194,8 @@ class Batch(list["ToolResult"]):
             status, shown, _ = self._row_view(index)
             lines.append(f"  row {index}: {status}: {first_line(shown, _CELL)}")
         _, tool_errors, raised = self._counts()
-        if tool_errors + raised > _SHOWN:
-            lines.append(f"  … {tool_errors + raised - _SHOWN} more failed rows")
+        if tool_errors + raised > SHOWN:
+            lines.append(f"  … {tool_errors + raised - SHOWN} more failed rows")
         return mask("\n".join(lines), self._secrets())
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -204,13 +204,13 @@ class Batch(list["ToolResult"]):
     def _repr_html_(self) -> str:
         colors = {"ok": "#1b5e20", "tool error": "#b00020", "raised": "#b00020"}
         body = []
-        for index in range(min(len(self), _SHOWN)):
+        for index in range(min(len(self), SHOWN)):
             status, shown, arguments = self._row_view(index)
             body.append(
                 f"<tr><td>{index}</td><td><code>{esc(first_line(json_dump(arguments, None), _CELL))}</code></td>"
                 f"<td style='color:{colors[status]}'>{status}</td><td>{esc(first_line(shown, _CELL))}</td></tr>"
             )
-        more = f"<i>… {len(self) - _SHOWN} more rows</i>" if len(self) > _SHOWN else ""
+        more = f"<i>… {len(self) - SHOWN} more rows</i>" if len(self) > SHOWN else ""
         table = (
             "<table><thead><tr><th>row</th><th>arguments</th><th>status</th><th>result</th></tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{more}"
@@ -250,7 +250,7 @@ class CheckpointBatch(Batch):
         self._count = count
         self._until = until
         self._known = counts
-        self._failed = sorted(failed)[:_SHOWN]
+        self._failed = sorted(failed)[:SHOWN]
         self._preview: dict[int, _Row] | None = None
 
     # `Batch.__init__` sets these two; read, they are the checkpoint's
@@ -283,9 +283,7 @@ class CheckpointBatch(Batch):
         self._errors = {i: error for i in range(self._count) if (error := rows[i][1]) is not None}
         self._preview = None
 
-    def _read(
-        self, wanted: Iterable[int] | None
-    ) -> dict[int, tuple[ToolResult, WorkbenchError | None, dict[str, Any]]]:
+    def _read(self, wanted: Iterable[int] | None) -> dict[int, _Row]:
         from workbench_magic.vocabulary.checkpoints import Checkpoint, restored
 
         assert self.identifier is not None
@@ -309,7 +307,7 @@ class CheckpointBatch(Batch):
         if self._loaded:
             return super()._row_view(index)
         if self._preview is None:
-            self._preview = self._read({*range(min(self._count, _SHOWN)), *self._failed})
+            self._preview = self._read({*range(min(self._count, SHOWN)), *self._failed})
         return _view(*self._preview[index])
 
     def _secrets(self) -> frozenset[str]:
@@ -323,7 +321,7 @@ def _view(result: ToolResult, raised: WorkbenchError | None, arguments: dict[str
     if raised is not None:
         return "raised", str(raised), arguments
     if result.is_error:
-        return "tool error", result.error_message() or "", arguments
+        return "tool error", result.error_message(), arguments
     data = result.data
     return "ok", json_dump(data, None) if data is not None else result.text, arguments
 
@@ -347,4 +345,4 @@ for _name in (
     setattr(CheckpointBatch, _name, _reading(_name))
 
 
-__all__ = ["Batch", "CheckpointBatch"]
+__all__ = ["SHOWN", "Batch", "CheckpointBatch"]
