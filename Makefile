@@ -19,7 +19,7 @@ PYTEST_WORKERS ?= 4
 # per run, not once per process, and pytest keeps the test modules it rewrote.
 PYTEST_PLUGINS := -p xdist.plugin -p pytest_timeout
 
-.PHONY: lab test demo lint venv npm extensions bench bench-quick bench-batch docs clean
+.PHONY: lab test demo lint venv npm extensions bench bench-quick bench-batch bench-load docs clean
 
 # --no-compile: a module is compiled when first imported (a few hundred of them), not all of them
 # at install (half of the install's time)
@@ -63,10 +63,18 @@ BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test,lab,bench]"
 	rm -f $(VENV)/.bench-* && touch $@
+## the bench's client nobody here wrote: the MCP Inspector's CLI (section 15), pinned in bench/package-lock.json
+BENCH_NPM_STAMP := bench/node_modules/.installed-$(shell cat bench/package-lock.json | cksum | cut -d' ' -f1)
+$(BENCH_NPM_STAMP): bench/package-lock.json
+	cd bench && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
+	touch $@
 bench: $(BENCH_STAMP) npm
 	$(PY) bench/run.py
 bench-quick: $(BENCH_STAMP) npm
 	$(PY) bench/run.py --quick
+## make bench-load: section 15, serve under the Inspector's --load and 100,000 calls (about 3 minutes; not in `make bench`)
+bench-load: $(BENCH_STAMP) npm $(BENCH_NPM_STAMP)
+	$(PY) bench/run.py --only load --out bench/results/load.json
 ## make bench-batch: section 14, a 1,000,000-row checkpointed wb.map (about 11 minutes; not in `make bench`)
 bench-batch: $(BENCH_STAMP)
 	$(PY) bench/run.py --only bigbatch --out bench/results/bigbatch.json
@@ -109,4 +117,4 @@ test:
 	test $$tests -eq 0 && test $$linted -eq 0
 
 clean:
-	rm -rf $(VENV) tests/servers/node_modules $(EXT)/*-venv site $(BINDER_ENV) build/binder-env.log
+	rm -rf $(VENV) tests/servers/node_modules bench/node_modules $(EXT)/*-venv site $(BINDER_ENV) build/binder-env.log

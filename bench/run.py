@@ -45,6 +45,7 @@ PLAN: list[tuple[str, ...]] = [
     ("toolsets",),
     ("schemas",),
     ("dask",),
+    ("load",),
     ("bigbatch",),
 ]
 TIMEOUT = {
@@ -63,6 +64,7 @@ TIMEOUT = {
     "schemas": 90,
     "dask": 120,
     "bigbatch": 1200,
+    "load": 300,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
 RESERVE_AFTER_OPEN = 450.0  # what memory, scale, proxy, lazy, toolsets, schemas and dask need after the open section
@@ -81,8 +83,9 @@ SECTIONS = {
     "schemas",
     "dask",
     "bigbatch",
+    "load",
 }
-OPT_IN = {"bigbatch"}
+OPT_IN = {"bigbatch", "load"}
 """Sections run only when `--only` names them (they take longer than the full run may)."""
 
 

@@ -1018,6 +1018,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "schemas": lambda quick: __import__("portability").schemas(quick),
     "dask": lambda quick: __import__("dask_map").dask_map(quick),
     "bigbatch": lambda quick: __import__("big_batch").big_batch(quick),
+    "load": lambda quick: __import__("load").load(quick),
 }
 
 

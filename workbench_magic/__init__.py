@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from workbench_magic.api.apps import AppView
     from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
-    from workbench_magic.vocabulary.batches import Batch
+    from workbench_magic.vocabulary.batches import Batch, CheckpointBatch
     from workbench_magic.vocabulary.chat import ChatTurn
     from workbench_magic.vocabulary.context_cost import ContextCost
     from workbench_magic.vocabulary.evaluations import EvalReport
@@ -81,6 +81,7 @@ _LAZY = {
     "ToolInfo": "workbench_magic.vocabulary.listings",
     "AppView": "workbench_magic.api.apps",
     "Batch": "workbench_magic.vocabulary.batches",
+    "CheckpointBatch": "workbench_magic.vocabulary.batches",
     "ChatTurn": "workbench_magic.vocabulary.chat",
     "ContextCost": "workbench_magic.vocabulary.context_cost",
     "EvalReport": "workbench_magic.vocabulary.evaluations",
@@ -130,6 +131,7 @@ __all__ = [
     "Batch",
     "CallTimeoutError",
     "ChatTurn",
+    "CheckpointBatch",
     "ConfigError",
     "ConnectError",
     "ContextCost",

@@ -4,7 +4,7 @@ made from the config file, against real servers."""
 
 from __future__ import annotations
 
-import pickle
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import npm_server, running, stdio_server, toolbox, wait_until, write_config
 
-from workbench_magic import UsageError, Workbench
+from workbench_magic import MissingExtraError, UsageError, Workbench
 from workbench_magic.api.dask_map import worker_workbenches
 
 dd = pytest.importorskip("dask.dataframe")
@@ -119,10 +119,20 @@ def test_what_cannot_travel_to_workers_is_one_line(make_workbench: Callable[...,
         wb.map("t/s/echo", dd.from_pandas(pd.DataFrame({"text": ["x"], "error": [None]}), npartitions=1))
 
 
+def test_a_cluster_without_distributed_names_the_extra(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = dd.from_pandas(pd.DataFrame({"text": ["x"]}), npartitions=1)
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` fails, as without the extra
+    with pytest.raises(MissingExtraError) as caught:
+        wb.map("t/s/echo", frame, client=object())
+    assert str(caught.value) == "wb.map on a Dask cluster needs the 'dask' extra: pip install 'workbench-magic[dask]'"
+    assert caught.value.__context__ is None
+    # Dask's own scheduler needs no distributed
+    assert wb.map("t/s/echo", frame).compute()["error"].isna().all()
+
+
 def test_a_spec_is_plain_data(wb: Workbench) -> None:
     frame = dd.from_pandas(pd.DataFrame({"text": ["x"]}), npartitions=1)
     graph = dict(wb.map("t/s/echo", frame).__dask_graph__())
-    assert pickle.dumps  # the graph pickles with cloudpickle (as distributed sends it), without the workbench
-    import cloudpickle
+    import cloudpickle  # as distributed sends a graph: it pickles without the workbench
 
     assert b"LoopThread" not in cloudpickle.dumps(graph)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench_magic.api.extras import require_extra
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.errors import UsageError
 
@@ -94,6 +95,8 @@ def map_dask(
     `partition_mapper(partition, spec)` maps one partition where Dask runs it: a module-level
     function of the module that defines `Workbench` (api/workbench.py), so that unpickling it on a
     worker imports the class it makes (`map_partition` with it)."""
+    if client is not None:  # a cluster's client: a Dask DataFrame alone does not imply distributed
+        require_extra("distributed", extra="dask", feature="wb.map on a Dask cluster")
     ident = parse_identifier(target)
     clash = [c for c in COLUMNS if c in frame.columns]
     if clash:

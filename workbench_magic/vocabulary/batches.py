@@ -221,10 +221,10 @@ class Batch(list["ToolResult"]):
 
 
 class CheckpointBatch(Batch):
-    """The batch of a `wb.map` with a checkpoint: its rows stay in the checkpoint, so that a batch of
-    any size costs the kernel no memory for its answers.
+    """The batch of a `wb.map` with a checkpoint, its rows read back from the checkpoint.
 
-    Its length, counts and reprs need only the rows they show; the rows are read from the checkpoint
+    Its rows stay in the checkpoint, so that a batch of any size costs the kernel no memory for its
+    answers. Its length, counts and reprs need only the rows they show; the rows are read from the checkpoint
     the first time they are used (an item, iteration, `.arguments`, `.errors`, `to_pandas()`), and
     kept from then on. The batch is the rows of its run: at each index, the row written there last
     when the run ended (a later run with the same checkpoint does not change it).
