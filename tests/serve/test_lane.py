@@ -1,5 +1,5 @@
-"""serve's fast lane (lane.py): the plain `use_tool` calls of 2026-07-28 clients, answered beside
-the SDK's server exactly as the SDK answers them.
+"""serve's fast lane (lane.py): plain `use_tool` calls (of 2026-07-28 clients, and of handshake-era
+clients once initialized), answered beside the SDK's server exactly as the SDK answers them.
 
 Each test runs serve's stdio face in this process over real pipes (`run_stdio(fds=...)`), with our
 test server downstream over stdio, and writes JSON-RPC lines as a client would.
@@ -183,22 +183,49 @@ def test_the_lane_answers_what_the_sdk_answers(served: Callable[[bool], tuple[Wi
     assert stamps == {"testserver", "mcp-workbench"}, "a downstream result keeps its stamp; our own errors get ours"
 
 
-def test_a_handshake_era_connection_is_left_to_the_sdk(served: Callable[[bool], tuple[Wire, Lane]]) -> None:
-    wire, lane = served(True)
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}
-    assert "result" in wire.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+HANDSHAKE = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"roots": {"listChanged": True}},
+    "clientInfo": {"name": "old", "version": "1"},
+}
+
+
+def old_use(request_id: int, tool: Any, arguments: Any = None, **params: Any) -> dict[str, Any]:
+    """A handshake-era `use_tool` request (no envelope; `params` adds e.g. `_meta`)."""
+    body: dict[str, Any] = {"tool": tool} if arguments is None else {"tool": tool, "arguments": arguments}
+    called = {"name": "use_tool", "arguments": body, **params}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": called}
+
+
+def handshake_answers(serve: Callable[[bool], tuple[Wire, Lane]], lane: bool) -> tuple[list[dict[str, Any]], Lane]:
+    wire, fast = serve(lane)
+    replies = [wire.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": HANDSHAKE})]
     wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     opened = {"name": "open_toolbox", "arguments": {"toolbox": "t"}}
-    assert "result" in wire.ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": opened})
-    called = {"name": "use_tool", "arguments": {"tool": ident("echo"), "arguments": {"text": "old"}}}
-    reply = wire.ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": called})
-    assert reply["result"]["content"][0]["text"] == "old"
-    assert "resultType" not in reply["result"], "handshake-era results carry no 2026 fields"
-    # an enveloped request on this connection is the SDK's to refuse
-    refused = wire.ask(use(4, ident("echo"), {"text": "new"}))
-    assert "error" in refused
+    replies.append(wire.ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": opened}))
+    replies += [wire.ask(old_use(10 + i, tool, arguments)) for i, (tool, arguments) in enumerate(PLAIN_CALLS)]
+    # not the lane's: a progress token; an enveloped request on this connection (the SDK refuses it)
+    replies.append(wire.ask(old_use(40, ident("echo"), {"text": "progress"}, _meta={"progressToken": "p1"})))
+    replies.append(wire.ask(use(41, ident("echo"), {"text": "new"})))
     wire.close()
-    assert lane.modern is False and lane.served == 0
+    return replies, fast
+
+
+def test_a_handshake_era_connection_takes_the_lane_once_initialized(
+    served: Callable[[bool], tuple[Wire, Lane]],
+) -> None:
+    through_lane, lane = handshake_answers(served, True)
+    through_sdk, unused = handshake_answers(served, False)
+    assert through_lane == through_sdk
+    assert unused.served == 0
+    assert lane.modern is False and lane.served == len(PLAIN_CALLS), "the plain calls took the lane"
+    by_id = {reply["id"]: reply for reply in through_lane}
+    assert by_id[10]["result"]["content"][0]["text"] == "héllo ✓"
+    assert by_id[11]["result"]["structuredContent"] == {"sum": 5.0}
+    assert by_id[40]["result"]["content"][0]["text"] == "progress"
+    assert "error" in by_id[41]
+    for reply in through_lane[1:]:
+        assert "resultType" not in reply.get("result", {}), "handshake-era results carry no 2026 fields"
 
 
 def _until(check: Callable[[], bool], what: str) -> None:

@@ -25,6 +25,7 @@ from workbench_magic.engine.extension_tasks import tasks_extension_offer
 from workbench_magic.engine.extensions import apps_extension_offer, declared_extensions, skills_extension_offer
 from workbench_magic.engine.lazy import LazyStart
 from workbench_magic.engine.listening import Listening, ListKind
+from workbench_magic.engine.relay import Relay
 from workbench_magic.engine.requesting import InFlight, Requesting
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import StderrLog, install_parse_filter
@@ -151,6 +152,8 @@ class Connection(Requesting, Listening):
         """The tasks this client runs for the server's requests (replaced with each session)."""
         self.stop_policy = StopPolicy()
         """How the current stdio transport stops its process (read when it stops, see `_abandon`, `hurry`)."""
+        self.relay: Relay | None = None
+        """The current stdio process's relay of plain calls (relay.py); None on other transports."""
 
     # ---- public state ---------------------------------------------------------------
     @property
@@ -383,6 +386,7 @@ class Connection(Requesting, Listening):
 
         install_parse_filter()
         self.stop_policy = StopPolicy()  # each process is stopped gracefully unless told otherwise
+        self.relay = Relay() if self.transport == "stdio" and self.server_object is None else None
         transport = make_transport(
             self.config,
             self.transport,
@@ -391,6 +395,7 @@ class Connection(Requesting, Listening):
             label=f"{self.toolbox}-{self.name}",
             server=self.server_object,
             stop=self.stop_policy,
+            relay=self.relay,
         )
         if self.wire_tap is not None:
             transport = tapped(transport, self.wire_tap, self.toolbox, self.name, self.secrets)

@@ -31,6 +31,9 @@ from workbench_magic.vocabulary.masking import mask
 if TYPE_CHECKING:
     from mcp import Client
 
+    from workbench_magic.engine.relay import Relay
+    from workbench_magic.engine.wiretap import WireTap
+
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
@@ -58,6 +61,8 @@ class Requesting:
     _client: Client | None
     _stop: asyncio.Event | None
     _in_flight: list[InFlight]
+    relay: Relay | None
+    wire_tap: WireTap | None
 
     if TYPE_CHECKING:
 
@@ -118,7 +123,29 @@ class Requesting:
                 if self.modern:
                     raise TaskRequiredError(f"{request_text('call', name, self.name, self.toolbox)}: {MODERN_TASKS}")
                 return await call_as_task(client.session, name, arguments, on_status=on_status, progress=answer)
+            if answer is None and self._relayable():
+                return await self._relayed(client, name, arguments)
             return await client.call_tool(name, arguments, progress_callback=answer)
+
+    def _relayable(self) -> bool:
+        """Whether a plain call may go by the relay (relay.py): a handshake-era stdio server whose
+        messages no trace records."""
+        relay = self.relay
+        if relay is None or not relay.ready or self.modern:
+            return False
+        tap = self.wire_tap
+        return tap is None or not any(r.wants(self.toolbox, self.name) for r in tap.recordings)
+
+    async def _relayed(self, client: Client, name: str, arguments: dict[str, Any]) -> Any:
+        """`tools/call` by the relay, its result checked as the SDK checks it (the result's model,
+        then structured content against the tool's output schema)."""
+        import mcp_types as types
+
+        assert self.relay is not None
+        result = types.CallToolResult.model_validate(await self.relay.call_tool(name, arguments))
+        if not result.is_error:
+            await client.session.validate_tool_result(name, result)
+        return result
 
     @contextlib.contextmanager
     def _request(self, kind: str, name: str, timeout: float | None) -> Iterator[None]:

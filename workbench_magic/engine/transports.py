@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig
+    from workbench_magic.engine.relay import Relay
 
 T = TypeVar("T")
 logger = logging.getLogger("workbench_magic")
@@ -31,6 +32,7 @@ def make_transport(
     label: str = "",
     server: Any = None,
     stop: StopPolicy | None = None,
+    relay: Relay | None = None,
 ) -> Any:
     """The transport for a server: a child process over stdio (stopped as `stop` says when the
     transport closes), a URL, or a server object served in this process (`server`, else the one
@@ -53,7 +55,7 @@ def make_transport(
             )
             return stdio_client(params, errlog=errlog)
         return stdio_transport(
-            config.command, list(config.args), dict(config.env), config.cwd, errlog, stop or StopPolicy()
+            config.command, list(config.args), dict(config.env), config.cwd, errlog, stop or StopPolicy(), relay
         )
     from workbench_magic.engine.auth import http_auth
 
@@ -173,17 +175,26 @@ SIGKILL a quarter second later."""
 
 @contextlib.asynccontextmanager
 async def stdio_transport(
-    command: str, args: list[str], env: dict[str, str], cwd: Any, errlog: TextIO, stop: StopPolicy
+    command: str,
+    args: list[str],
+    env: dict[str, str],
+    cwd: Any,
+    errlog: TextIO,
+    stop: StopPolicy,
+    relay: Relay | None = None,
 ) -> AsyncIterator[Any]:
     """The SDK's stdio client transport, minus its fixed shutdown: the server runs in a session
     of its own (its process group) with the SDK's small default environment plus `env`, writes
     stderr to `errlog` (a real file), and is stopped, bounded and shielded, as `stop` says then.
-    A stdout line that is not JSON-RPC arrives as an `Exception` value (the session goes on)."""
+    A stdout line that is not JSON-RPC arrives as an `Exception` value (the session goes on).
+    `relay` writes its calls on the same stdin and takes their answers before the session (relay.py)."""
     import anyio
     import anyio.lowlevel
     from anyio.streams.text import TextReceiveStream
     from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
+
+    from workbench_magic.engine.relay import Answer, RelayedRead
 
     environment = get_default_environment() | env
     process = await anyio.open_process(
@@ -196,8 +207,8 @@ async def stdio_transport(
     _track(process.pid, True)
     stop.process_group = process.pid  # start_new_session: the leader's pid is the group's
     # No await until the task group is entered: a cancellation in the gap would leak the process.
-    reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage](0)
+    reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception | Answer](0)
+    write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage | bytes](0)
     writer_done = anyio.Event()
     closing = False
 
@@ -212,11 +223,14 @@ async def stdio_transport(
                         lines = (buffer + chunk).split("\n")
                         buffer = lines.pop()
                         for line in lines:
+                            answer = relay.answer_in(line) if relay is not None else None
                             try:
-                                await reader_in.send(_parse_line(line))
+                                await reader_in.send(answer if answer is not None else _parse_line(line))
                             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                                 return
                 finally:
+                    if relay is not None:
+                        relay.close()
                     await _drain(process)
         except anyio.ClosedResourceError:
             pass  # our own stop closed stdout under the read
@@ -229,6 +243,9 @@ async def stdio_transport(
         try:
             async with writer_out:
                 async for message in writer_out:
+                    if isinstance(message, bytes):  # a relayed call's line (relay.py), encoded already
+                        await process.stdin.send(message)
+                        continue
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -238,6 +255,8 @@ async def stdio_transport(
 
     async def shutdown() -> None:
         started = anyio.current_time()
+        if relay is not None:
+            relay.close()
         read_stream.close()  # the reader drains: a server blocked on a full stdout can then read stdin
         write_stream.close()
         with anyio.move_on_after(min(_FLUSH, stop.grace)):
@@ -249,11 +268,13 @@ async def stdio_transport(
             await stream.aclose()
         await anyio.lowlevel.checkpoint()
 
+    if relay is not None:
+        relay.attach(write_stream.send)
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
         try:
-            yield read_stream, write_stream
+            yield (RelayedRead(read_stream, relay) if relay is not None else read_stream), write_stream
         finally:
             closing = True
             with anyio.CancelScope(shield=True):  # every wait inside is bounded

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Collection
 from typing import Any
 
+from workbench_magic.engine.streams import ReadStreamWrapper, StreamWrapper
 from workbench_magic.vocabulary.masking import mask_value
 from workbench_magic.vocabulary.trace import Direction, TraceMessage
 
@@ -77,15 +78,12 @@ class WireTap:
             recording.keep(TraceMessage(direction, lane, now - recording.started, message))
 
 
-class _TappedRead:
-    __slots__ = ("_inner", "_tap", "_who")
+class _TappedRead(ReadStreamWrapper):
+    __slots__ = ("_tap", "_who")
 
     def __init__(self, inner: Any, tap: WireTap, who: tuple[str, str, Collection[str]]) -> None:
-        self._inner, self._tap, self._who = inner, tap, who
-
-    @property
-    def last_context(self) -> Any:  # streamable HTTP carries the sender's context on its stream
-        return getattr(self._inner, "last_context", None)
+        super().__init__(inner)
+        self._tap, self._who = tap, who
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
@@ -93,54 +91,18 @@ class _TappedRead:
             self._tap.heard(*self._who, "received", item)
         return item
 
-    def __aiter__(self) -> _TappedRead:
-        return self
 
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> _TappedRead:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
-
-
-class _TappedWrite:
-    __slots__ = ("_inner", "_tap", "_who")
+class _TappedWrite(StreamWrapper):
+    __slots__ = ("_tap", "_who")
 
     def __init__(self, inner: Any, tap: WireTap, who: tuple[str, str, Collection[str]]) -> None:
-        self._inner, self._tap, self._who = inner, tap, who
+        super().__init__(inner)
+        self._tap, self._who = tap, who
 
     async def send(self, item: Any) -> None:
         if self._tap.recordings:  # before sending: a request always precedes its response
             self._tap.heard(*self._who, "sent", item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> _TappedWrite:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
 
 
 @contextlib.asynccontextmanager

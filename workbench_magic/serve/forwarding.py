@@ -74,6 +74,9 @@ class Upstream:
         self.modern = version >= "2026-07-28"
         self.quiet: bool = getattr(context, "quiet", False)
         """Nothing but the result reaches this client (lane.py): log messages and progress are dropped."""
+        self.follows_progress = not self.quiet and _progress_token(context) is not None
+        """Whether the request asked for progress (a `progressToken`): else the call's progress goes
+        nowhere, and the call is made without asking for it (engine/relay.py needs none)."""
         self.questions: list[_Question] = []
         """What a 2026-07-28 downstream asked and the client has not been sent yet."""
         self._sent: list[asyncio.Task[None]] = []
@@ -224,6 +227,14 @@ class Upstream:
             await self.context.report_progress(progress, total, message)
         except Exception as exc:
             logger.debug("progress could not reach the upstream client: %s", exc)
+
+
+def _progress_token(context: Any) -> Any:
+    """The request's `progressToken`, read as the SDK reads it (None: none, or no request)."""
+    from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+
+    params = getattr(getattr(context, "request_context", None), "params", None)
+    return progress_token_from_params(params) if isinstance(params, dict) else None
 
 
 def _uris(result: Any) -> list[str]:

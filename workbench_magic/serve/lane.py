@@ -1,25 +1,31 @@
-"""serve's fast lane: plain `use_tool` calls of 2026-07-28 clients, answered beside the SDK's server.
+"""serve's fast lane: plain `use_tool` calls over stdio, answered beside the SDK's server.
 
 Profiling `serve` showed a forwarded call spending about as long in the SDK's server layers
 (JSON-RPC dispatch, the era relay, the per-request runner, its middleware and span, two
 validations of the request) as in reaching the downstream server. The lane reads each stdin line
 before the SDK does and answers the calls it can answer exactly as the SDK would, with less:
 
-- only once the connection's first request (served by the SDK) opened the 2026-07-28 era, whose
-  requests each carry their own envelope (no session state to share with the SDK);
-- only `tools/call` of `use_tool` (and, in dynamic mode, of a registered tool) whose `_meta` is
-  the envelope and nothing more (no progress token, no log level) from a client that declared
-  none of sampling, elicitation and roots (so no question travels back mid-call, and no retry
-  follows); anything else, and any request the SDK's own checks would refuse, goes on to the SDK
+- only `tools/call` of `use_tool` (and, in dynamic mode, of a registered tool) with no progress
+  token; anything else, and any request the SDK's own checks would refuse, goes on to the SDK
   unchanged;
+- **2026-07-28 clients**: once the connection's first request (served by the SDK) opened that era,
+  whose requests each carry their own envelope (no session state to share with the SDK); a call
+  whose `_meta` is the envelope and nothing more (no log level), from a client that declared none
+  of sampling, elicitation and roots (so no question travels back mid-call, and no retry follows)
+  nor the tasks extension (so no call is answered with a task);
+- **handshake-era clients**: once the SDK has served the handshake (the lane hears `initialized`
+  and keeps the connection's session); a call without `_meta`. A question the downstream server
+  asks mid-call, and its log messages, reach the client through that session, as they do for a
+  call the SDK serves (forwarding.py's `Upstream`);
 - the request is still checked against the SDK's per-version surface and the result shaped by
-  the SDK's own serializer (`resultType`, the `serverInfo` stamp), so the wire is the same;
+  the SDK's own serializer (2026-07-28: `resultType`, the `serverInfo` stamp), so the wire is the
+  same;
 - `notifications/cancelled` for a lane call cancels it and nothing is answered (as the SDK);
   when the connection ends, a call still running is cancelled and told `Connection closed`.
 
-A downstream question is refused, declined or answered with the workbench's roots, as for any
-client that did not declare them; log messages are dropped, as the SDK drops them for a request
-that did not opt in. The call runs in the lane's task (server.py's `_forward`).
+A 2026-07-28 client's downstream question is refused, declined or answered with the workbench's
+roots, as for any client that did not declare them; its log messages are dropped, as the SDK drops
+them for a request that did not opt in. The call runs in the lane's task (server.py's `_forward`).
 """
 
 from __future__ import annotations
@@ -51,22 +57,35 @@ class LaneRequest:
 
     request_state = None
     input_responses = None
-    quiet = True
-    """No progress token, no log level: nothing but the result goes back, so the forwarder never
-    reports progress or sends log messages through this request (forwarding.py)."""
 
-    def __init__(self, request_id: int | str, version: str, capabilities: types.ClientCapabilities) -> None:
+    def __init__(
+        self,
+        request_id: int | str,
+        version: str,
+        capabilities: types.ClientCapabilities | None,
+        params: dict[str, Any],
+        session: Any = None,
+    ) -> None:
         self.request_id = request_id
         self.protocol_version = version
         self.client_capabilities = capabilities
+        self.params = params
+        self._session = session
+        self.quiet = session is None
+        """A 2026-07-28 request without a log level: nothing but the result goes back, so the
+        forwarder sends no log messages through it (forwarding.py). A handshake-era request's log
+        messages and questions go through its connection's session."""
 
     @property
     def request_context(self) -> LaneRequest:
         return self
 
     @property
-    def session(self) -> LaneRequest:
-        return self
+    def session(self) -> Any:
+        return self._session if self._session is not None else self
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """No progress token: nothing to report (as the SDK's `Context`)."""
 
 
 class Lane:
@@ -79,6 +98,8 @@ class Lane:
         self.drain: Callable[[], Awaitable[None]] = _nothing
         self.modern: bool | None = None
         """The connection's era, decided by its first request (which the SDK serves)."""
+        self.handshake: tuple[Any, str] | None = None
+        """A handshake-era connection's session and protocol version, once it is initialized."""
         self.served = 0
         self._calls: dict[int | str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -95,12 +116,34 @@ class Lane:
         """Lane calls not answered yet."""
         return len(self._calls)
 
+    def install(self) -> None:
+        """Hear the client's `initialized` (after any handler already set, which still runs): a
+        handshake-era connection's session, for its calls the lane takes."""
+        lowlevel = self.lowlevel
+        method = "notifications/initialized"
+        previous = lowlevel.get_notification_handler(method)
+
+        async def handler(ctx: Any, params: Any) -> None:
+            self._initialized(ctx)
+            if previous is not None:
+                await previous.handler(ctx, params)
+
+        params_type = previous.params_type if previous is not None else types.NotificationParams
+        lowlevel.add_notification_handler(method, params_type, handler)
+
+    def _initialized(self, ctx: Any) -> None:
+        version = getattr(ctx, "protocol_version", None)
+        if self.open and isinstance(version, str) and version not in MODERN_PROTOCOL_VERSIONS:
+            self.modern = False  # also when serve answered the handshake early (early.py): the lane never saw it
+            self.handshake = (ctx.session, version)
+
     def take(self, line: str) -> bool:
         """Whether the lane answers `line` (else it goes on to the SDK)."""
         if not self.modern:
             if self.modern is None:
                 self._decide_era(line)
-            return False
+            if self.handshake is None:
+                return False
         try:
             if '"tools/call"' in line:
                 return self._call(line)
@@ -121,18 +164,28 @@ class Lane:
 
     def _call(self, line: str) -> bool:
         message = _loads(line)
-        taken = _plain_call(message, self._names)
+        handshake = self.handshake
+        taken = _plain_call(message, self._names) if handshake is None else _handshake_call(message, self._names)
         if taken is None:
             return False
-        request_id, version, params = taken
+        request_id, params = taken
         if request_id in self._calls:
             return False  # a duplicate id in flight: the SDK's rules answer it
-        try:
-            methods.validate_client_request("tools/call", version, params)
-            capabilities = types.ClientCapabilities.model_validate(params["_meta"][_CAPABILITIES_KEY])
-        except (ValueError, KeyError):  # pydantic's ValidationError is a ValueError: the SDK answers
-            return False
-        request = LaneRequest(request_id, version, capabilities)
+        if handshake is not None:
+            session, version = handshake
+            try:
+                methods.validate_client_request("tools/call", version, params)
+            except ValueError:  # pydantic's ValidationError is a ValueError: the SDK answers
+                return False
+            request = LaneRequest(request_id, version, session.client_capabilities, params, session)
+        else:
+            version = params["_meta"][_VERSION_KEY]
+            try:
+                methods.validate_client_request("tools/call", version, params)
+                capabilities = types.ClientCapabilities.model_validate(params["_meta"][_CAPABILITIES_KEY])
+            except (ValueError, KeyError):  # pydantic's ValidationError is a ValueError: the SDK answers
+                return False
+            request = LaneRequest(request_id, version, capabilities, params)
         task = asyncio.get_running_loop().create_task(self._answer(request, params["name"], params.get("arguments")))
         self._calls[request_id] = task
         self._tasks.add(task)
@@ -181,6 +234,8 @@ class Lane:
         except ValueError:
             logger.exception("handler for 'tools/call' returned an invalid result")
             raise MCPError(code=types.INTERNAL_ERROR, message="Handler returned an invalid result") from None
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            return dumped  # handshake-era results carry neither `resultType` nor the stamp
         dumped.setdefault("resultType", "complete")
         meta = dumped.get("_meta")
         stamp = self.lowlevel.server_info_stamp
@@ -237,8 +292,8 @@ def _loads(line: str) -> Any:
         return None
 
 
-def _plain_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, str, dict[str, Any]] | None:
-    """(id, protocol version, params) of a `tools/call` the lane may answer, else None."""
+def _tool_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, dict[str, Any]] | None:
+    """(id, params) of a `tools/call` of a tool the lane takes, with nothing else in it, else None."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or message.get("method") != "tools/call":
         return None
     if message.keys() - {"jsonrpc", "id", "method", "params"}:
@@ -249,19 +304,34 @@ def _plain_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, 
     params = message.get("params")
     if not isinstance(params, dict) or params.keys() - _PARAMS:
         return None
-    name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+    name, arguments = params.get("name"), params.get("arguments")
     if not isinstance(name, str) or not takes(name) or not (arguments is None or isinstance(arguments, dict)):
         return None
+    return request_id, params
+
+
+def _handshake_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, dict[str, Any]] | None:
+    """(id, params) of a handshake-era `tools/call` the lane may answer (no `_meta`: no progress
+    token, no task), else None."""
+    taken = _tool_call(message, takes)
+    return taken if taken is not None and "_meta" not in taken[1] else None
+
+
+def _plain_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, dict[str, Any]] | None:
+    """(id, params) of a 2026-07-28 `tools/call` the lane may answer, else None."""
+    taken = _tool_call(message, takes)
+    if taken is None:
+        return None
+    meta = taken[1].get("_meta")
     if not isinstance(meta, dict) or meta.keys() - _ENVELOPE or not isinstance(meta.get(_CAPABILITIES_KEY), dict):
         return None
     if meta[_CAPABILITIES_KEY].keys() & _ASKABLE:  # a question could travel back: the SDK serves the retry
         return None
     if TASKS_EXTENSION_ID in (meta[_CAPABILITIES_KEY].get("extensions") or {}):  # it may be answered with a task
         return None
-    version = meta.get(_VERSION_KEY)
-    if version not in MODERN_PROTOCOL_VERSIONS:
+    if meta.get(_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS:
         return None
-    return request_id, version, params
+    return taken
 
 
 def _error_data(exc: Exception, name: str) -> dict[str, Any]:

@@ -303,15 +303,20 @@ class WorkbenchServer(MCPServer):
         upstream = None
         if getattr(context, "request_state", None) is None:
             upstream = Upstream(context)
-            if not upstream.asks:  # nothing to answer an InputRequiredResult for: call in this task
+            # in this task unless an InputRequiredResult may answer the request: a handshake-era
+            # client is asked on its connection mid-call, and a 2026-07-28 one that declared
+            # nothing askable is never asked
+            if not upstream.modern or not upstream.asks:
                 channel = UpstreamChannel(upstream)
-                progress = None if upstream.quiet else upstream.progress
+                progress = upstream.progress if upstream.follows_progress else None
                 result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
                 await upstream.flush()
                 return result.raw  # type: ignore[no-any-return]
 
         def start(channel: UpstreamChannel) -> Any:
-            return self.workbench.submit(ident, arguments, progress=channel.upstream.progress, channel=channel)
+            upstream = channel.upstream
+            progress = upstream.progress if upstream.follows_progress else None
+            return self.workbench.submit(ident, arguments, progress=progress, channel=channel)
 
         answer = await self._forwarder.run(context, start, upstream)
         return answer if isinstance(answer, types.InputRequiredResult) else answer.raw  # type: ignore[no-any-return]

@@ -145,5 +145,7 @@ async def run_stdio(
     carries on from the early answers (early.py)."""
     low = server.lowlevel
     fast = Lane(server) if lane is True else lane or None
+    if fast is not None:
+        fast.install()
     async with stdio_streams(fast, fds, early) as (read_stream, write_stream):
         await low.run(read_stream, write_stream, low.create_initialization_options())
