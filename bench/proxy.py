@@ -27,7 +27,7 @@ the same connect goal of a serve that answers the handshake early (serve/early.p
 then the early answer, and the rest of serve's start moves into the first `open_toolbox` of a
 toolbox that starts servers, so issue 15's open goal applies to the first serve of a config (the
 measurement it was set on), and the wait until the toolbox is usable (connect + first open) is
-shown beside the original's (2.88× direct; no goal was set on it).
+shown beside the original's (2.88× direct; issue 41: at most 1.5× it, 4.32× direct).
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ ORIGINAL_OVER_DIRECT = {
     "connect": 0.20 / 0.125,
     "open": 0.16 / 0.125,
     "call": 1.335 / 0.535,
+    "ready": 0.36 / 0.125,
 }
-GOAL_FACTOR = {"connect": 2.0, "open": 1.2, "call": 1.0}
+GOAL_FACTOR = {"connect": 2.0, "open": 1.2, "call": 1.0, "ready": 1.5}
+"""Issue 41 sets the ready goal: connect + first open of a toolbox that starts servers ≤ 1.5× the original's."""
 
 _FASTMCP_PROXY = """
 import json, sys
@@ -154,13 +156,13 @@ def proxy(quick: bool) -> dict[str, Any]:
             got["serve_cold"]["open"],
             "open",
         ),
-        ("ready/serve", "serve: connect + first open_toolbox", "s", _sums(got["serve"]), None),
+        ("ready/serve", "serve: connect + first open_toolbox", "s", _sums(got["serve"]), "ready"),
         (
             "ready/serve_cold",
             "serve: connect + first open, first serve of a config",
             "s",
             _sums(got["serve_cold"]),
-            None,
+            "ready",
         ),
         ("call/direct", "direct: read_graph", "ms", ms["direct"], None),
         ("call/serve", "serve: use_tool read_graph", "ms", ms["serve"], "call"),

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import resource
+import statistics
 import sys
 import threading
 import time
@@ -227,6 +228,22 @@ def calls(quick: bool) -> dict[str, Any]:
                 },
             )
         )
+    # issue 41's form of goal (b): the median, over the alternated rounds, of each round's ratio
+    paired = [
+        statistics.median(samples["wb_call"][r * per_round : (r + 1) * per_round])
+        / statistics.median(samples["raw"][r * per_round : (r + 1) * per_round])
+        for r in range(rounds)
+    ]
+    rows.append(
+        row(
+            "1. call overhead",
+            "calls/wb_call_paired",
+            f"(b) / (a), each round's median ratio ({rounds} alternated rounds of {per_round} calls)",
+            "×",
+            paired,
+            goals=[{"kind": "abs_max", "value": 1.10, "text": "≤ 1.10 (median of the rounds)"}],
+        )
+    )
     return {"rows": rows, "meta": {"calls_per_method": total, "rounds": rounds}}
 
 
