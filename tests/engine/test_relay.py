@@ -90,3 +90,11 @@ def test_a_server_that_dies_mid_call_fails_the_call_as_the_session_does(wb: Work
     assert str(relayed.value) == str(by_session.value)
     assert relay_of(wb) is not relay, "each process the connection starts has a relay of its own"
     assert wb.call("t/s/echo", {"text": "back"}).text == "back"
+
+
+def test_the_switch_leaves_every_call_to_the_session(make_workbench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_RELAY", "off")
+    wb: Workbench = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server("--legacy")})}})
+    wb.open("t")
+    assert wb._core.connection("t", "s").relay is None
+    assert wb.call("t/s/echo", {"text": "by the session"}).text == "by the session"

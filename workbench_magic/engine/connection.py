@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from workbench_magic.engine.extension_tasks import tasks_extension_offer
 from workbench_magic.engine.extensions import apps_extension_offer, declared_extensions, skills_extension_offer
 from workbench_magic.engine.lazy import LazyStart
 from workbench_magic.engine.listening import Listening, ListKind
-from workbench_magic.engine.relay import Relay
+from workbench_magic.engine.relay import RELAY_SWITCH, Relay
 from workbench_magic.engine.requesting import InFlight, Requesting
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
 from workbench_magic.engine.serverlog import StderrLog, install_parse_filter
@@ -386,7 +387,8 @@ class Connection(Requesting, Listening):
 
         install_parse_filter()
         self.stop_policy = StopPolicy()  # each process is stopped gracefully unless told otherwise
-        self.relay = Relay() if self.transport == "stdio" and self.server_object is None else None
+        relayed = self.transport == "stdio" and self.server_object is None and os.environ.get(RELAY_SWITCH) != "off"
+        self.relay = Relay() if relayed else None
         transport = make_transport(
             self.config,
             self.transport,

@@ -34,6 +34,10 @@ from workbench_magic.engine.streams import ReadStreamWrapper
 
 logger = logging.getLogger("workbench_magic")
 
+RELAY_SWITCH = "WORKBENCH_RELAY"
+"""`WORKBENCH_RELAY=off`: every call goes through the SDK's session (a server's processes started
+from then on)."""
+
 _PREFIX = "wb-"
 """The relay's request ids: `wb-1`, `wb-2`, ... (the SDK's are integers)."""
 
@@ -182,4 +186,4 @@ def _line(message: dict[str, Any]) -> bytes:
     return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-__all__ = ["Answer", "Relay", "RelayedRead"]
+__all__ = ["RELAY_SWITCH", "Answer", "Relay", "RelayedRead"]
