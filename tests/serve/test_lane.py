@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_server, toolbox, write_config
+from conftest import SERVERS, python_server, stdio_server, toolbox, write_config
 
 from workbench_magic import Workbench
 from workbench_magic.serve.lane import Lane
@@ -85,6 +85,17 @@ class Wire:
                     return message
             message = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             assert message is not None, f"the wire closed before an answer to {request_id}"
+            self.seen.append(message)
+
+    def request(self, method: str) -> dict[str, Any]:
+        """The first request of `method` serve sent on the wire (a question to this client)."""
+        deadline = time.monotonic() + LIMIT
+        while True:
+            for message in self.seen:
+                if message.get("method") == method and "id" in message:
+                    return message
+            message = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            assert message is not None, f"the wire closed before a {method} request"
             self.seen.append(message)
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -226,6 +237,35 @@ def test_a_handshake_era_connection_takes_the_lane_once_initialized(
     assert "error" in by_id[41]
     for reply in through_lane[1:]:
         assert "resultType" not in reply.get("result", {}), "handshake-era results carry no 2026 fields"
+
+
+def test_a_handshake_era_lane_call_asks_and_logs_through_the_connection(
+    make_workbench: Callable[..., Workbench], tmp_path: Path
+) -> None:
+    clientserver = python_server(SERVERS / "clientserver.py", "--legacy")
+    config = write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox({"s": clientserver})}})
+    server = WorkbenchServer(make_workbench(config=str(config)))
+    lane = Lane(server)
+    wire = Wire(server.workbench, server, lane)
+    asking = {**HANDSHAKE, "capabilities": {"sampling": {}}}
+    assert "result" in wire.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": asking})
+    wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    opened = {"name": "open_toolbox", "arguments": {"toolbox": "t"}}
+    assert "result" in wire.ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": opened})
+    # the downstream server's question reaches this client mid-call, and its answer goes back down
+    wire.send(old_use(3, ident("sample"), {"prompt": "a haiku"}))
+    question = wire.request("sampling/createMessage")
+    answer = {"role": "assistant", "content": {"type": "text", "text": "autumn moon"}, "model": "m"}
+    wire.send({"jsonrpc": "2.0", "id": question["id"], "result": answer})
+    assert wire.reply(3)["result"]["structuredContent"]["text"] == "autumn moon"
+    # its log messages reach this client before the answer
+    reply = wire.ask(old_use(4, ident("log_at"), {"levels": ["warning"], "message": "from the lane"}))
+    assert reply["result"]["content"][0]["text"] == "logged"
+    logged = [m for m in wire.seen if m.get("method") == "notifications/message"]
+    assert [m["params"]["data"] for m in logged] == ["from the lane"]
+    assert wire.seen.index(logged[0]) < wire.seen.index(reply)
+    wire.close()
+    assert lane.served == 2, "both calls took the lane"
 
 
 def _until(check: Callable[[], bool], what: str) -> None:
