@@ -229,6 +229,20 @@ class Upstream:
             logger.debug("progress could not reach the upstream client: %s", exc)
 
 
+def hear_notification(lowlevel: Any, method: str, hear: Callable[[Any], None]) -> None:
+    """Call `hear(ctx)` on each client notification `method` the SDK's low-level server receives,
+    before the handler already set (which still runs)."""
+    previous = lowlevel.get_notification_handler(method)
+
+    async def handler(ctx: Any, params: Any) -> None:
+        hear(ctx)
+        if previous is not None:
+            await previous.handler(ctx, params)
+
+    params_type = previous.params_type if previous is not None else types.NotificationParams
+    lowlevel.add_notification_handler(method, params_type, handler)
+
+
 def _progress_token(context: Any) -> Any:
     """The request's `progressToken`, read as the SDK reads it (None: none, or no request)."""
     from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
@@ -264,19 +278,8 @@ class ClientRoots:
     def install(self, lowlevel: Any) -> None:
         """Hear the client's `initialized` and `roots/list_changed` (after any handler already set, which
         still runs), and become the workbench's roots source."""
-        for method, hear in (
-            ("notifications/initialized", self._initialized),
-            ("notifications/roots/list_changed", self._list_changed),
-        ):
-            previous = lowlevel.get_notification_handler(method)
-
-            async def handler(ctx: Any, params: Any, hear: Any = hear, previous: Any = previous) -> None:
-                hear(ctx)
-                if previous is not None:
-                    await previous.handler(ctx, params)
-
-            params_type = previous.params_type if previous is not None else types.NotificationParams
-            lowlevel.add_notification_handler(method, params_type, handler)
+        hear_notification(lowlevel, "notifications/initialized", self._initialized)
+        hear_notification(lowlevel, "notifications/roots/list_changed", self._list_changed)
         self.workbench.set_roots_source(self)
 
     def _initialized(self, ctx: Any) -> None:

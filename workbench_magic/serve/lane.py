@@ -41,6 +41,7 @@ import mcp_types.methods as methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from workbench_magic.engine.extensions import TASKS_EXTENSION_ID
+from workbench_magic.serve.forwarding import hear_notification
 
 logger = logging.getLogger("workbench_magic.server")
 
@@ -117,19 +118,9 @@ class Lane:
         return len(self._calls)
 
     def install(self) -> None:
-        """Hear the client's `initialized` (after any handler already set, which still runs): a
-        handshake-era connection's session, for its calls the lane takes."""
-        lowlevel = self.lowlevel
-        method = "notifications/initialized"
-        previous = lowlevel.get_notification_handler(method)
-
-        async def handler(ctx: Any, params: Any) -> None:
-            self._initialized(ctx)
-            if previous is not None:
-                await previous.handler(ctx, params)
-
-        params_type = previous.params_type if previous is not None else types.NotificationParams
-        lowlevel.add_notification_handler(method, params_type, handler)
+        """Hear the client's `initialized`: a handshake-era connection's session, for its calls the
+        lane takes."""
+        hear_notification(self.lowlevel, "notifications/initialized", self._initialized)
 
     def _initialized(self, ctx: Any) -> None:
         version = getattr(ctx, "protocol_version", None)
