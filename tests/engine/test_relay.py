@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import stdio_server, toolbox, wait_until
+from conftest import npm_server, stdio_server, toolbox, wait_until
 
 from workbench_magic import CallTimeoutError, Workbench, WorkbenchError
 from workbench_magic.engine.relay import Relay
@@ -98,3 +98,18 @@ def test_the_switch_leaves_every_call_to_the_session(make_workbench: Any, monkey
     wb.open("t")
     assert wb._core.connection("t", "s").relay is None
     assert wb.call("t/s/echo", {"text": "by the session"}).text == "by the session"
+
+
+def test_an_npm_server_answers_a_relayed_call_as_it_answers_the_session(make_workbench: Any) -> None:
+    # server-everything speaks the handshake era; unchecked arguments reach it, and it refuses them
+    servers = {"ev": npm_server("everything", "stdio")}
+    wb: Workbench = make_workbench({"toolboxes": {"e": toolbox(servers)}}, validate_arguments=False)
+    wb.open("e")
+    relay = wb._core.connection("e", "ev").relay
+    assert relay is not None
+    calls = [("e/ev/echo", {"message": "hi"}), ("e/ev/echo", {"nope": 1}), ("e/ev/get-sum", {"a": 2, "b": 3})]
+    relayed = [wb.call(target, arguments) for target, arguments in calls]
+    by_session = [_with_progress(wb, target, arguments) for target, arguments in calls]
+    assert relay.sent == len(calls)
+    assert [r.raw.model_dump() for r in relayed] == [r.raw.model_dump() for r in by_session]
+    assert relayed[0].text == "Echo: hi" and relayed[1].is_error and "-32602" in relayed[1].text

@@ -104,7 +104,7 @@ class Relay:
         """
         import anyio
         from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED
+        from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
         self._next += 1
         request_id = f"{_PREFIX}{self._next}"
@@ -127,12 +127,11 @@ class Relay:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
         finally:
             self._pending.pop(request_id, None)
-        error = message.get("error")
-        if error is not None:
-            raise MCPError(code=error.get("code", 0), message=error.get("message", ""), data=error.get("data"))
-        result = message.get("result")
-        if not isinstance(result, dict):
-            raise MCPError(code=-32603, message="The server's answer to tools/call holds no result object")
+        error, result = message.get("error"), message.get("result")
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            raise MCPError(code=error["code"], message=str(error.get("message", "")), data=error.get("data"))
+        if error is not None or not isinstance(result, dict):
+            raise MCPError(code=INTERNAL_ERROR, message="The server's answer to tools/call is not a result or an error")
         return result
 
     def _tell_cancelled(self, request_id: str) -> None:
