@@ -252,3 +252,35 @@ def test_forwarding_over_http(config: Path, era: str) -> None:
             assert [p.messages[0].content.text for p in rec.samplings] == ["http new", "http old"]  # type: ignore[union-attr]
 
     asyncio.run(main())
+
+
+def test_a_question_asked_as_the_call_ends_is_still_asked_of_the_client(make_workbench: Any) -> None:
+    """A downstream server's question that reached the call's upstream just as the call's answer
+    came in (a roots/list after a list_changed, say): the server waits on it and will not ask again,
+    so the client is asked (an `InputRequiredResult`), and its retry gets the answer down and the
+    call's result back."""
+    from workbench_magic.serve.forwarding import Forwarder, Upstream
+    from workbench_magic.serve.lane import LaneRequest
+
+    wb = make_workbench(None)
+    roots = types.ListRootsResult(roots=[types.Root(uri="file:///given")])
+
+    async def main() -> None:
+        capabilities = types.ClientCapabilities(roots=types.RootsCapability())
+        context = LaneRequest(1, "2026-07-28", capabilities, {})
+        upstream = Upstream(context)
+        question = asyncio.get_running_loop().create_future()
+        upstream.questions.append((types.ListRootsRequest(), types.ListRootsResult, question))
+        call = wb._loop.spawn(asyncio.sleep(0, "the call's result"))
+        await call.wrap()  # the call has ended, its question still unasked
+        forwarder = Forwarder()
+        asked = await forwarder.run(context, lambda channel: call, upstream)
+        assert isinstance(asked, types.InputRequiredResult) and asked.request_state is not None
+        [(key, request)] = asked.input_requests.items()
+        assert isinstance(request, types.ListRootsRequest)
+        retry = LaneRequest(2, "2026-07-28", capabilities, {})
+        retry.request_state, retry.input_responses = asked.request_state, {key: roots}
+        assert await forwarder.run(retry, lambda channel: call) == "the call's result"
+        assert question.result() == roots and forwarder.pending == 0
+
+    wb.run_on_loop(main())

@@ -405,13 +405,15 @@ class Forwarder:
         upstream = pending.upstream
         try:
             await upstream.asked_or(done)
-            if not done.done():
+            if not done.done() or upstream.questions:
                 upstream.hold()  # from here until the retry: the answered request can carry nothing
                 await upstream.flush()  # what was told before goes out ahead of the answer
         except asyncio.CancelledError:
             pending.call.cancel()  # the client gave up before its call was pending: nobody retries
             raise
-        if done.done():  # also when it ended during that flush: its request is still open
+        # A question the downstream asked while the call ran is asked even when the call's answer
+        # came in with it (the server waits on it, and will not ask again): the retry takes the answer.
+        if done.done() and not upstream.questions:  # also when it ended during that flush
             upstream.release()
             await upstream.flush()
             return done.result()
