@@ -26,6 +26,7 @@ from workbench_magic.serve.stdio import run_stdio
 
 LIMIT = 30.0
 MODERN = "2026-07-28"
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientInfo": {"name": "lane-test", "version": "1"},
@@ -119,7 +120,8 @@ class Wire:
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    return write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    servers = {"s": stdio_server(), "c": python_server(SERVERS / "clientserver.py")}
+    return write_config(tmp_path / "workbench-config.json", {"toolboxes": {"t": toolbox(servers)}})
 
 
 @pytest.fixture
@@ -156,31 +158,48 @@ PLAIN_CALLS: list[tuple[Any, Any]] = [
 ]
 
 
-def answers(serve: Callable[[bool], tuple[Wire, Lane]], lane: bool) -> tuple[list[dict[str, Any]], Lane]:
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+
+
+def answers(
+    serve: Callable[[bool], tuple[Wire, Lane]], lane: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Lane]:
+    """The replies to the same requests, the log messages on the wire, and the lane."""
     wire, fast = serve(lane)
     replies = [wire.ask(request(1, "server/discover")), wire.ask(use(2, ident("echo"), {"text": "closed yet"}))]
     replies.append(wire.ask(request(3, "tools/call", {"name": "open_toolbox", "arguments": {"toolbox": "t"}})))
     replies += [wire.ask(use(10 + i, tool, arguments)) for i, (tool, arguments) in enumerate(PLAIN_CALLS)]
-    # not the lane's: a progress token, a log level, a client that may be asked, no arguments at all
+    # the lane's too: a log level (the messages pass the SDK's gate: warning and above), and a host that
+    # declared the tasks extension calling a tool that is no task
+    replies.append(wire.ask(use(41, ident("echo"), {"text": "logs"}, **{LOG_LEVEL: "debug"})))
+    logging = {"toolbox": "t", "server": "c", "name": "log_at"}
+    replies.append(wire.ask(use(43, logging, {"message": "lane log"}, **{LOG_LEVEL: "warning"})))
+    tasks_host = {**ENVELOPE, CAPABILITIES: {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    echo = {"name": "use_tool", "arguments": {"tool": ident("echo"), "arguments": {"text": "no task"}}}
+    replies.append(
+        wire.ask({"jsonrpc": "2.0", "id": 45, "method": "tools/call", "params": {**echo, "_meta": tasks_host}})
+    )
+    # not the lane's: a progress token, a client that may be asked
     replies.append(wire.ask(use(40, ident("echo"), {"text": "progress"}, progressToken="p1")))
-    replies.append(wire.ask(use(41, ident("echo"), {"text": "logs"}, **{"io.modelcontextprotocol/logLevel": "debug"})))
-    asking = {**ENVELOPE, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    asking = {**ENVELOPE, CAPABILITIES: {"elicitation": {}}}
     called = {"name": "use_tool", "arguments": {"tool": ident("echo"), "arguments": {"text": "asking"}}}
     replies.append(
         wire.ask({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {**called, "_meta": asking}})
     )
     replies.append(wire.ask(request(44, "tools/call", {"name": "use_tool"})))
     wire.close()
-    return replies, fast
+    logs = [m for m in wire.seen if m.get("method") == "notifications/message"]
+    return replies, logs, fast
 
 
 def test_the_lane_answers_what_the_sdk_answers(served: Callable[[bool], tuple[Wire, Lane]]) -> None:
-    through_lane, lane = answers(served, True)
-    through_sdk, unused = answers(served, False)
+    through_lane, lane_logs, lane = answers(served, True)
+    through_sdk, sdk_logs, unused = answers(served, False)
     assert through_lane == through_sdk
+    assert lane_logs == sdk_logs and [m["params"]["level"] for m in lane_logs] == ["warning", "error"]
     assert unused.served == 0
     assert lane.modern is True
-    assert lane.served == 1 + len(PLAIN_CALLS) + 1, "the plain calls (and the empty one) took the lane"
+    assert lane.served == 1 + len(PLAIN_CALLS) + 4, "the plain calls (and the empty one) took the lane"
     by_id = {reply["id"]: reply for reply in through_lane}
     assert by_id[10]["result"]["content"][0]["text"] == "héllo ✓"
     assert by_id[11]["result"]["structuredContent"] == {"sum": 5.0}
@@ -191,7 +210,7 @@ def test_the_lane_answers_what_the_sdk_answers(served: Callable[[bool], tuple[Wi
     for reply in through_lane[1:]:
         assert reply["result"]["resultType"] == "complete"
         stamps.add(reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"])
-    assert stamps == {"testserver", "mcp-workbench"}, "a downstream result keeps its stamp; our own errors get ours"
+    assert stamps == {"testserver", "clientserver", "mcp-workbench"}, "downstream results keep their stamps"
 
 
 HANDSHAKE = {

@@ -10,9 +10,11 @@ before the SDK does and answers the calls it can answer exactly as the SDK would
   unchanged;
 - **2026-07-28 clients**: once the connection's first request (served by the SDK) opened that era,
   whose requests each carry their own envelope (no session state to share with the SDK); a call
-  whose `_meta` is the envelope and nothing more (no log level), from a client that declared none
-  of sampling, elicitation and roots (so no question travels back mid-call, and no retry follows)
-  nor the tasks extension (so no call is answered with a task);
+  whose `_meta` is the envelope and at most a log level, from a client that declared none of
+  sampling, elicitation and roots (so no question travels back mid-call, and no retry follows: a
+  retry's `requestState` is sealed by the SDK's middleware), and that would not be answered with a
+  task (the tasks extension's interceptor, asked first). Log messages go out as the SDK's log
+  gate allows for the request's level;
 - **handshake-era clients**: once the SDK has served the handshake (the lane hears `initialized`
   and keeps the connection's session); a call without `_meta`. A question the downstream server
   asks mid-call, and its log messages, reach the client through that session, as they do for a
@@ -24,8 +26,9 @@ before the SDK does and answers the calls it can answer exactly as the SDK would
   when the connection ends, a call still running is cancelled and told `Connection closed`.
 
 A 2026-07-28 client's downstream question is refused, declined or answered with the workbench's
-roots, as for any client that did not declare them; its log messages are dropped, as the SDK drops
-them for a request that did not opt in. The call runs in the lane's task (server.py's `_forward`).
+roots, as for any client that did not declare them; without a log level its log messages are
+dropped, as the SDK drops them for a request that did not opt in. The call runs in the lane's task
+(server.py's `_forward`).
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ logger = logging.getLogger("workbench_magic.server")
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _INFO_KEY = "io.modelcontextprotocol/clientInfo"
-_ENVELOPE = frozenset({_VERSION_KEY, _CAPABILITIES_KEY, _INFO_KEY})
+_LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+_ENVELOPE = frozenset({_VERSION_KEY, _CAPABILITIES_KEY, _INFO_KEY, _LOG_LEVEL_KEY})
 _PARAMS = frozenset({"name", "arguments", "_meta"})
 _ASKABLE = frozenset({"sampling", "elicitation", "roots"})
 
@@ -66,13 +70,20 @@ class LaneRequest:
         capabilities: types.ClientCapabilities | None,
         params: dict[str, Any],
         session: Any = None,
+        tell: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.request_id = request_id
         self.protocol_version = version
         self.client_capabilities = capabilities
         self.params = params
         self._session = session
-        self.quiet = session is None
+        self._tell = tell
+        self._log_levels: frozenset[str] = frozenset()
+        if session is None and tell is not None:
+            from mcp.server.connection import allowed_log_levels
+
+            self._log_levels = allowed_log_levels(version, params.get("_meta"))
+        self.quiet = session is None and not self._log_levels
         """A 2026-07-28 request without a log level: nothing but the result goes back, so the
         forwarder sends no log messages through it (forwarding.py). A handshake-era request's log
         messages and questions go through its connection's session."""
@@ -87,6 +98,22 @@ class LaneRequest:
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """No progress token: nothing to report (as the SDK's `Context`)."""
+
+    async def send_log_message(
+        self, level: Any, data: Any, logger: str | None = None, related_request_id: Any = None
+    ) -> None:
+        """A 2026-07-28 request's log message, sent when the SDK's log gate would send it (its level
+        at or above the request's), as the SDK words it."""
+        if level not in self._log_levels or self._tell is None:
+            return
+        params = types.LoggingMessageNotificationParams(level=level, data=data, logger=logger)
+        self._tell(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": params.model_dump(by_alias=True, mode="json", exclude_none=True),
+            }
+        )
 
 
 class Lane:
@@ -176,7 +203,9 @@ class Lane:
                 capabilities = types.ClientCapabilities.model_validate(params["_meta"][_CAPABILITIES_KEY])
             except (ValueError, KeyError):  # pydantic's ValidationError is a ValueError: the SDK answers
                 return False
-            request = LaneRequest(request_id, version, capabilities, params)
+            request = LaneRequest(request_id, version, capabilities, params, tell=self._write)
+            if self._as_task(params, request):
+                return False  # the tasks extension answers it with a task (its interceptor, in the SDK)
         task = asyncio.get_running_loop().create_task(self._answer(request, params["name"], params.get("arguments")))
         self._calls[request_id] = task
         self._tasks.add(task)
@@ -236,12 +265,25 @@ class Lane:
             dumped["_meta"] = {**meta, "io.modelcontextprotocol/serverInfo": stamp}
         return dumped
 
+    def _as_task(self, params: dict[str, Any], request: LaneRequest) -> bool:
+        """Whether a host that declared the tasks extension gets a task for this call."""
+        if TASKS_EXTENSION_ID not in (getattr(request.client_capabilities, "extensions", None) or {}):
+            return False
+        try:
+            return (
+                self.server.tasks.task_target(params["name"], dict(params.get("arguments") or {}), request) is not None
+            )
+        except Exception:  # the call itself says what is wrong: the SDK serves it
+            return True
+
     def _send(self, request_id: int | str, reply: dict[str, Any]) -> None:
-        message = {"jsonrpc": "2.0", "id": request_id, **reply}
+        self._write({"jsonrpc": "2.0", "id": request_id, **reply})
+
+    def _write(self, message: dict[str, Any]) -> None:
         try:
             self.write((json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
         except (OSError, RuntimeError) as exc:  # the client has gone
-            logger.debug("dropped the answer to %r: %s", request_id, exc)
+            logger.debug("dropped %r: %s", message.get("id", message.get("method")), exc)
 
     def _cancel(self, line: str) -> bool:
         from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
@@ -317,8 +359,6 @@ def _plain_call(message: Any, takes: Callable[[str], bool]) -> tuple[int | str, 
     if not isinstance(meta, dict) or meta.keys() - _ENVELOPE or not isinstance(meta.get(_CAPABILITIES_KEY), dict):
         return None
     if meta[_CAPABILITIES_KEY].keys() & _ASKABLE:  # a question could travel back: the SDK serves the retry
-        return None
-    if TASKS_EXTENSION_ID in (meta[_CAPABILITIES_KEY].get("extensions") or {}):  # it may be answered with a task
         return None
     if meta.get(_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS:
         return None

@@ -112,7 +112,7 @@ class TasksServing(Extension):
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
         """A forwarded call of a task tool from a host that opted in: started, answered with a task."""
-        target = self._task_target(params, ctx)
+        target = self.task_target(params.name, dict(params.arguments or {}), ctx)
         if target is None:
             return await call_next(ctx)
         ident, arguments = target
@@ -120,13 +120,15 @@ class TasksServing(Extension):
         self._keep(task)
         return {"resultType": "task", **task.fields()}
 
-    def _task_target(
-        self, params: types.CallToolRequestParams, ctx: Any
+    def task_target(
+        self, name: str, arguments: dict[str, Any], ctx: Any
     ) -> tuple[ToolIdentifier, dict[str, Any]] | None:
+        """The downstream tool and arguments of a call that is served as a task (a host that opted
+        in, a task tool), else None (the call is answered with its result)."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or not _opted_in(ctx):
             return None
         try:
-            target = self._forwarded(params.name, dict(params.arguments or {}))
+            target = self._forwarded(name, arguments)
             if target is None:
                 return None
             ident = target[0]
