@@ -30,6 +30,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+
 from workbench_magic.engine.streams import ReadStreamWrapper
 
 logger = logging.getLogger("workbench_magic")
@@ -102,7 +104,6 @@ class Relay:
         Raises:
             MCPError: the server answered with an error, or the connection closed (`CONNECTION_CLOSED`).
         """
-        import anyio
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 

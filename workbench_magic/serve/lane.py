@@ -43,7 +43,6 @@ import mcp_types as types
 import mcp_types.methods as methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from workbench_magic.engine.extensions import TASKS_EXTENSION_ID
 from workbench_magic.serve.forwarding import hear_notification
 
 logger = logging.getLogger("workbench_magic.server")
@@ -189,23 +188,19 @@ class Lane:
         request_id, params = taken
         if request_id in self._calls:
             return False  # a duplicate id in flight: the SDK's rules answer it
-        if handshake is not None:
-            session, version = handshake
-            try:
-                methods.validate_client_request("tools/call", version, params)
-            except ValueError:  # pydantic's ValidationError is a ValueError: the SDK answers
-                return False
-            request = LaneRequest(request_id, version, session.client_capabilities, params, session)
-        else:
-            version = params["_meta"][_VERSION_KEY]
-            try:
-                methods.validate_client_request("tools/call", version, params)
-                capabilities = types.ClientCapabilities.model_validate(params["_meta"][_CAPABILITIES_KEY])
-            except (ValueError, KeyError):  # pydantic's ValidationError is a ValueError: the SDK answers
-                return False
-            request = LaneRequest(request_id, version, capabilities, params, tell=self._write)
-            if self._as_task(params, request):
-                return False  # the tasks extension answers it with a task (its interceptor, in the SDK)
+        session, version = handshake if handshake is not None else (None, params["_meta"][_VERSION_KEY])
+        try:
+            methods.validate_client_request("tools/call", version, params)
+            capabilities = (
+                session.client_capabilities
+                if session is not None
+                else types.ClientCapabilities.model_validate(params["_meta"][_CAPABILITIES_KEY])
+            )
+        except ValueError:  # pydantic's ValidationError is a ValueError: the SDK answers
+            return False
+        request = LaneRequest(request_id, version, capabilities, params, session, self._write)
+        if session is None and self._as_task(params, request):
+            return False  # the tasks extension answers it with a task (its interceptor, in the SDK)
         task = asyncio.get_running_loop().create_task(self._answer(request, params["name"], params.get("arguments")))
         self._calls[request_id] = task
         self._tasks.add(task)
@@ -266,15 +261,10 @@ class Lane:
         return dumped
 
     def _as_task(self, params: dict[str, Any], request: LaneRequest) -> bool:
-        """Whether a host that declared the tasks extension gets a task for this call."""
-        if TASKS_EXTENSION_ID not in (getattr(request.client_capabilities, "extensions", None) or {}):
-            return False
-        try:
-            return (
-                self.server.tasks.task_target(params["name"], dict(params.get("arguments") or {}), request) is not None
-            )
-        except Exception:  # the call itself says what is wrong: the SDK serves it
-            return True
+        """Whether the tasks extension answers this 2026-07-28 call with a task (it decides: a host
+        that opted in, a task tool)."""
+        arguments = dict(params.get("arguments") or {})
+        return self.server.tasks.task_target(params["name"], arguments, request) is not None
 
     def _send(self, request_id: int | str, reply: dict[str, Any]) -> None:
         self._write({"jsonrpc": "2.0", "id": request_id, **reply})

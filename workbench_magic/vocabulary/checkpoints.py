@@ -204,7 +204,7 @@ class Checkpoint:
             yield from _part_records(self.path, self.tool, None if until is None else until.parts)
         if self.journal.exists() and self.journal.stat().st_size:
             limit = None if until is None else until.journal
-            yield from (record for _, record in _records(self.journal, self.tool, limit))
+            yield from _records(self.journal, self.tool, limit)
 
     def mark(self) -> Mark:
         """Where the checkpoint ends now: a later run adds its rows after it (and never changes
@@ -289,7 +289,7 @@ class Checkpoint:
 
         self._file.close()
         self._file = None
-        rows = [r.to_columns() for _, r in _records(self.journal, self.tool)]
+        rows = [r.to_columns() for r in _records(self.journal, self.tool)]
         if rows:
             parts = sorted(self.path.glob("part-*.parquet"))
             number = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
@@ -383,7 +383,7 @@ def _header(path: Path) -> str:
     return str(head.get("tool"))
 
 
-def _records(path: Path, tool: str, limit: int | None = None) -> Iterator[tuple[str, RowRecord]]:
+def _records(path: Path, tool: str, limit: int | None = None) -> Iterator[RowRecord]:
     """The rows of a JSON Lines file, in the order written (those in its first `limit` bytes)."""
     found = _header(path)
     if found != tool:
@@ -399,7 +399,7 @@ def _records(path: Path, tool: str, limit: int | None = None) -> Iterator[tuple[
                 record = RowRecord.from_data(json.loads(line))
             except (ValueError, KeyError, TypeError):
                 raise UsageError(f"The checkpoint {path} has a line that is not a row: {line[:80]!r}") from None
-            yield record.key, record
+            yield record
 
 
 __all__ = [
