@@ -121,6 +121,19 @@ class Owned:
 # ---------------------------------------------------------------------------- statistics
 
 
+def alternated(methods: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
+    """Each method's wall times over `reps` rounds, the order rotated each round (so none always
+    runs first, or right after the same other); each method has had its warm-up."""
+    samples: dict[str, list[float]] = {name: [] for name in methods}
+    order = list(methods)
+    for rep in range(reps):
+        for name in order[rep % len(order) :] + order[: rep % len(order)]:
+            start = time.perf_counter()
+            methods[name]()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100)."""
     ordered = sorted(values)

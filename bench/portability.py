@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from _common import children, new_children, row, test_server
+from _common import alternated, children, new_children, row, test_server
 
 SECTION = "12. Schema portability: check_schemas over 1,000 tools"
 MANY = 1000
@@ -47,15 +47,9 @@ def schemas(quick: bool) -> dict[str, Any]:
                     judge(schema, provider)
 
         methods = {"check": lambda: wb.check_schemas("big"), "rules": rules}
-        samples: dict[str, list[float]] = {name: [] for name in methods}
         for fn in methods.values():  # warm-up
             fn()
-        order = list(methods)
-        for rep in range(reps):
-            for name in order[rep % len(order) :] + order[: rep % len(order)]:
-                start = time.perf_counter()
-                methods[name]()
-                samples[name].append(time.perf_counter() - start)
+        samples = alternated(methods, reps)
         counts = {p: report.counts(p) for p in report.providers}
     finally:
         wb.close_all()

@@ -44,6 +44,7 @@ PLAN: list[tuple[str, ...]] = [
     ("lazy",),
     ("toolsets",),
     ("schemas",),
+    ("bigresult",),
     ("dask",),
     ("load",),
     ("bigbatch",),
@@ -62,12 +63,15 @@ TIMEOUT = {
     "lazy": 150,
     "toolsets": 120,
     "schemas": 90,
+    "bigresult": 120,
     "dask": 120,
     "bigbatch": 1200,
     "load": 300,
 }
 TOTAL_LIMIT = 570.0  # seconds: the full run must end within 10 minutes on 2 cores
-RESERVE_AFTER_OPEN = 450.0  # what memory, scale, proxy, lazy, toolsets, schemas and dask need after the open section
+RESERVE_AFTER_OPEN = (
+    470.0  # what memory, scale, proxy, lazy, toolsets, schemas, bigresult and dask need after the open section
+)
 SECTIONS = {
     "imports",
     "firstuse",
@@ -81,6 +85,7 @@ SECTIONS = {
     "lazy",
     "toolsets",
     "schemas",
+    "bigresult",
     "dask",
     "bigbatch",
     "load",

@@ -1033,6 +1033,7 @@ WORKERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "lazy": lambda quick: __import__("lazy").lazy(quick),
     "toolsets": lambda quick: __import__("toolsets").toolsets(quick),
     "schemas": lambda quick: __import__("portability").schemas(quick),
+    "bigresult": lambda quick: __import__("big_result").big_result(quick),
     "dask": lambda quick: __import__("dask_map").dask_map(quick),
     "bigbatch": lambda quick: __import__("big_batch").big_batch(quick),
     "load": lambda quick: __import__("load").load(quick),

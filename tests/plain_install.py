@@ -53,7 +53,7 @@ def main() -> int:
         assert app is not None
         check('<svg id="chart"' in app.html and app.csp, "the chart app's page is not the chart")
         bundle = chart._repr_mimebundle_()
-        check(bundle.get("text/html") and "application/json" in bundle, f"the result's MIME bundle: {list(bundle)}")
+        check(bundle.get("text/html") and "application/json" not in bundle, f"the result's MIME bundle: {list(bundle)}")
         check("This tool has an app (ui://datasets/chart.html)" in bundle["text/plain"], "no line about the app")
         init = app.handle({"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {}})
         check(init and init["result"]["hostInfo"]["name"] == "workbench-magic", f"ui/initialize gave {init}")

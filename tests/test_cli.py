@@ -69,3 +69,19 @@ def test_check_schemas_exits_1_when_a_provider_rejects_a_tool(tmp_path: Path) ->
     assert accepted.stdout.splitlines()[0].endswith("; rejected by gemini 0")
     missing = run("--config", str(cfg), "check-schemas", "nope", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.startswith("error: Toolbox 'nope' not found")
+
+
+def test_serve_refuses_a_port_outside_1_to_65535_at_once(tmp_path: Path) -> None:
+    for port in ("70000", "-5", "0"):
+        for transport in ("http", "stdio"):
+            out = subprocess.run(
+                python_command("-m", "workbench_magic", "serve", "--transport", transport, f"--port={port}"),
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,  # a serve that listens nowhere never ends: TimeoutExpired
+                stdin=subprocess.DEVNULL,
+            )
+            assert out.returncode == 2 and out.stdout == "", (port, transport, out.stderr)
+            last = out.stderr.strip().splitlines()[-1]
+            assert last == f"workbench-magic serve: error: argument --port: {port} is not a port (1-65535)"

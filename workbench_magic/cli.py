@@ -23,6 +23,17 @@ roots (the directories a downstream server may work in) come from, first to last
 The working directory is never a root."""
 
 
+def _port(text: str) -> int:
+    """A TCP port, 1-65535 (argparse's usage error otherwise: uvicorn would listen nowhere)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (1-65535)")
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     config_help = "config file (default: $WORKBENCH_CONFIG, ./workbench-config.json, the embedded demo)"
     parser = argparse.ArgumentParser(prog="workbench-magic", description="MCP Workbench for notebooks.")
@@ -79,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--mode", choices=["proxy", "dynamic"], default="proxy")
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=_port, default=8765, help="HTTP: the port to listen on (1-65535)")
     serve.add_argument(
         "--token", default=None, help="HTTP: require 'Authorization: Bearer TOKEN' (default: $WORKBENCH_SERVE_TOKEN)"
     )

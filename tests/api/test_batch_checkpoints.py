@@ -8,7 +8,9 @@ from __future__ import annotations
 import gc
 import json
 import os
+import random
 import signal
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -87,7 +89,9 @@ def test_an_interrupted_batch_resumes_and_calls_each_row_once(wb: Workbench, tal
         wb.map("t/s/tally", rows(park_after=10), checkpoint=checkpoint, key="row", concurrency=4, progress=False)
     watcher.join(60)
     assert [r.arguments["row"] for r in Batch.load(checkpoint)] == [f"r{i:03d}" for i in range(10)]
-    resumed = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", concurrency=4, progress=False)
+    with pytest.warns(UserWarning, match=r"^wb.map: rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 have other arguments"):
+        # the rows answered first had `park_after`: under their key, their old answers stay
+        resumed = wb.map("t/s/tally", rows(), checkpoint=checkpoint, key="row", concurrency=4, progress=False)
     assert [r.text for r in resumed] == [f"counted r{i:03d}" for i in range(ROWS)]
     assert counted(tally) == Counter(f"r{i:03d}" for i in range(ROWS))  # each row called once
 
@@ -201,7 +205,9 @@ def test_a_kernel_killed_mid_batch_leaves_every_answered_row_and_the_rerun_calls
     kept = Batch.load(checkpoint)
     assert len(kept) == stop and {r.arguments["row"] for r in kept} == set(counted(tally))
     wb = make_workbench(config)
-    rerun = wb.map("t/s/tally", [{"row": f"r{i:04d}"} for i in range(total)], checkpoint=checkpoint, key="row")
+    with pytest.warns(UserWarning, match=r"^wb.map: rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 \(and 990 more\) have other"):
+        # the rows answered before the kill had `park_after`: under their key, their old answers stay
+        rerun = wb.map("t/s/tally", [{"row": f"r{i:04d}"} for i in range(total)], checkpoint=checkpoint, key="row")
     assert len(rerun) == total and not rerun.errors and not rerun.tool_errors
     assert counted(tally) == Counter(f"r{i:04d}" for i in range(total))  # the server's count: each row once
 
@@ -294,3 +300,91 @@ def test_a_dataframe_is_drawn_in_chunks_across_their_edges(wb: Workbench, tally:
     batch = wb.map("t/s/tally", frame, checkpoint=checkpoint, key="row", concurrency=16, progress=False)
     assert [r.text for r in batch[995:1005]] == [f"counted r{i:04d}" for i in range(995, 1005)]
     assert counted(tally) == Counter(frame["row"])
+
+
+def _noise() -> bytes:
+    """Bytes that are neither UTF-8 nor Parquet, without a newline (the same ones every run)."""
+    return random.Random(53).randbytes(400).replace(b"\n", b"")
+
+
+@pytest.mark.parametrize("damage", ["whole", "line"])
+def test_a_corrupt_checkpoint_is_one_line_naming_its_file(
+    wb: Workbench, tally: Path, checkpoint: Path, damage: str
+) -> None:
+    """Random bytes over the file (a JSON Lines checkpoint, or a Parquet dataset's part file), or as a
+    line of its own after the rows (in a dataset's journal): `wb.map` and `Batch.load` say which
+    file, in one line, and nothing is called."""
+    wb.map("t/s/tally", rows(3), checkpoint=checkpoint, key="row", progress=False)
+    if checkpoint.is_dir():
+        damaged = sorted(checkpoint.glob("part-*.parquet"))[0] if damage == "whole" else checkpoint / "journal.jsonl"
+    else:
+        damaged = checkpoint
+    if damage == "whole":
+        damaged.write_bytes(_noise())
+    else:
+        with damaged.open("ab") as file:
+            file.write(_noise() + b"\n")
+    for attempt in (
+        lambda: wb.map("t/s/tally", rows(3), checkpoint=checkpoint, key="row", progress=False),
+        lambda: Batch.load(checkpoint),
+    ):
+        with pytest.raises(UsageError) as caught:
+            attempt()
+        text = str(caught.value)
+        assert text.startswith(f"The checkpoint {checkpoint}") or text.startswith(f"{damaged} "), text
+        assert damaged.name in text and "\n" not in text
+        assert caught.value.__context__ is None and caught.value.__cause__ is None
+    assert sum(counted(tally).values()) == 3  # nothing called again
+
+
+def test_rows_answered_with_other_arguments_under_their_key_are_named(
+    wb: Workbench, tally: Path, checkpoint: Path
+) -> None:
+    """A row whose key the checkpoint holds keeps its old answer, although its arguments changed:
+    a warning names those rows (the first ten) and the checkpoint; a rerun of the same rows says
+    nothing."""
+    first = wb.map("t/s/tally", rows(30), checkpoint=checkpoint, key="row", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wb.map("t/s/tally", rows(30), checkpoint=checkpoint, key="row", progress=False)
+    changed = [{**row, "delay": 0} if i in (3, 7) else row for i, row in enumerate(rows(30))]
+    with pytest.warns(UserWarning) as caught:
+        again = wb.map("t/s/tally", changed, checkpoint=checkpoint, key="row", progress=False)
+    assert [str(w.message) for w in caught] == [
+        f"wb.map: rows 3, 7 have other arguments than the checkpoint {checkpoint} answered under their key: "
+        "their old answers are kept (a new checkpoint, or a key that tells the rows apart, calls them again)"
+    ]
+    assert caught[0].filename == __file__  # the warning points at the map, not at the workbench
+    assert [r.text for r in again] == [r.text for r in first] and sum(counted(tally).values()) == 30
+    everything = [{**row, "delay": 0} for row in rows(30)]
+    with pytest.warns(UserWarning, match=r"^wb.map: rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 \(and 20 more\) have other"):
+        wb.map("t/s/tally", everything, checkpoint=checkpoint, key="row", progress=False)
+    assert sum(counted(tally).values()) == 30
+
+
+def test_a_checkpoint_is_never_mixed_into_files_it_did_not_make(wb: Workbench, tally: Path, tmp_path: Path) -> None:
+    """A folder of the user's files (a Parquet dataset's place) or a file that is not a checkpoint is
+    refused in one line and left as it was; an empty folder becomes one, and a checkpoint's own
+    folder is known again by its journal."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("my notes\n")
+    with pytest.raises(UsageError) as caught:
+        wb.map("t/s/tally", rows(2), checkpoint=folder, progress=False)
+    assert str(caught.value) == (
+        f"The folder {folder} holds other files and is not a wb.map checkpoint: give the checkpoint a new path"
+    )
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    with pytest.raises(UsageError, match=r"^The folder .*mine holds other files and is not a wb.map checkpoint"):
+        Batch.load(folder)
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"a": 1}\n')
+    with pytest.raises(UsageError, match=r"mine\.jsonl is not a wb.map checkpoint$"):
+        wb.map("t/s/tally", rows(2), checkpoint=mine, progress=False)
+    assert mine.read_text() == '{"a": 1}\n'
+    assert sum(counted(tally).values()) == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert len(wb.map("t/s/tally", rows(2), checkpoint=empty, progress=False)) == 2
+    assert len(wb.map("t/s/tally", rows(2), checkpoint=empty, progress=False)) == 2
+    assert sum(counted(tally).values()) == 2

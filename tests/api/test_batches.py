@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -123,7 +124,8 @@ def test_a_timeout_is_kept_as_that_rows_error(wb: Workbench) -> None:
 def test_dataframe_rows_and_to_pandas(wb: Workbench) -> None:
     frame = pd.DataFrame({"a": np.array([1, 4, 9], dtype=np.int64), "b": [2.0, 0.0, np.nan]})
     batch = wb.map("t/s/divide", frame, progress=False)
-    assert batch.arguments == [{"a": 1, "b": 2.0}, {"a": 4, "b": 0.0}, {"a": 9, "b": None}]
+    assert batch.arguments[:2] == [{"a": 1, "b": 2.0}, {"a": 4, "b": 0.0}]
+    assert list(batch.arguments[2]) == ["a", "b"] and math.isnan(batch.arguments[2]["b"])  # the empty cell
     assert all(type(row["a"]) is int for row in batch.arguments)
     table = batch.to_pandas()
     assert list(table.columns) == ["a", "b", "result", "error"]
@@ -131,7 +133,11 @@ def test_dataframe_rows_and_to_pandas(wb: Workbench) -> None:
     assert table["a"].tolist() == [1, 4, 9]
     assert table.loc[0, "result"] == 0.5 and pd.isna(table.loc[0, "error"])
     assert pd.isna(table.loc[1, "result"]) and table.loc[1, "error"] == "division by zero"
-    assert table.loc[2, "error"].startswith("Invalid arguments for tool 'divide'")  # b: None is not a number
+    assert table.loc[2, "error"] == (
+        "Invalid arguments for tool 'divide' in server 's' (toolbox 't'): "
+        "argument 'b' is required, and its value is missing (NaN)"
+    )
+    assert pd.isna(table.loc[2, "b"])
 
 
 def test_to_pandas_spreads_dict_data_into_columns(wb: Workbench) -> None:
@@ -243,13 +249,12 @@ def test_rows_become_json_values() -> None:
             }
         ]
     )
+    missing = {name: rows[0].pop(name) for name in ("missing", "na", "nat")}
+    assert all(math.isnan(value) for value in missing.values())  # NaN, for the row's call to leave out
     assert rows == [
         {
             "n": 3,
             "x": 0.5,
-            "missing": None,
-            "na": None,
-            "nat": None,
             "when": "2024-05-01T12:00:00",
             "day": "2024-05-01",
             "array": [1, 2],
@@ -270,3 +275,36 @@ def test_importing_the_package_loads_neither_tqdm_nor_pandas() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+REQUIRED_MISSING = (
+    "Invalid arguments for tool 'query' in server 'datasets' (toolbox 'demo'): "
+    "argument 'dataset' is required, and its value is missing (NaN)"
+)
+
+
+def test_a_missing_value_leaves_an_optional_argument_out_and_a_required_one_is_refused(
+    make_workbench: Any,
+) -> None:
+    """One rule for `wb.call` and `wb.map`: a missing value (NaN, a DataFrame's None, NA, NaT) of an
+    optional argument (`limit`) leaves it out, so its default applies; of a required one (`dataset`) it
+    is an `ArgumentError` naming it, and nothing is sent."""
+    demo = make_workbench(None)
+    frame = pd.DataFrame({"dataset": ["penguins", "penguins", np.nan, None], "limit": [2, np.nan, 3, 1]})
+    batch = demo.map("demo/datasets/query", frame, concurrency=1, progress=False)
+    assert [len(r.data["rows"]) for r in batch.ok] == [2, 60]  # row 1: the default limit (100) of 60 rows
+    assert batch[1].arguments == {"dataset": "penguins"}  # as sent: limit left out
+    assert list(batch.errors) == [2, 3] and all(isinstance(e, ArgumentError) for e in batch.errors.values())
+    assert [str(e) for e in batch.errors.values()] == [REQUIRED_MISSING] * 2
+    records = frame.to_dict(orient="records")
+    assert len(demo.call("demo/datasets/query", records[1]).data["rows"]) == 60
+    with pytest.raises(ArgumentError) as caught:
+        demo.call("demo/datasets/query", records[2])
+    assert str(caught.value) == REQUIRED_MISSING and caught.value.__context__ is None
+    nullable = {"dataset": "penguins", "limit": pd.array([pd.NA], dtype="Int64")[0]}
+    assert len(demo.call("demo/datasets/query", nullable).data["rows"]) == 60
+    # a None you give is a value (JSON null), sent as it is: the schema says whether it fits
+    with pytest.raises(ArgumentError, match=r"argument 'limit': None is not of type 'integer'$"):
+        demo.call("demo/datasets/query", {"dataset": "penguins", "limit": None})
+    sent = [r.arguments for r in demo.history if r.identifier.name == "query"]
+    assert sent == [{"dataset": "penguins", "limit": 2}] + [{"dataset": "penguins"}] * 3  # in the order sent

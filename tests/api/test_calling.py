@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 from conftest import children, npm_server, stdio_server, toolbox, wait_until
 
-from workbench_magic import ArgumentError, UsageError, Workbench
+from workbench_magic import ArgumentError, UsageError, Workbench, WorkbenchError
 
 
 @pytest.fixture(params=[True, False], ids=["validated", "unvalidated"])
@@ -63,7 +64,7 @@ def test_every_way_of_calling_converts(wb: Workbench) -> None:
         ("echo", {"text": object()}, "argument 'text': a value of type 'object' has no JSON form"),
         ("echo", {"text": {"a"}}, "argument 'text': a value of type 'set' has no JSON form"),
         ("echo", {"text": b"bytes"}, "argument 'text': a value of type 'bytes' has no JSON form"),
-        ("add", {"a": float("nan"), "b": 1}, "argument 'a': NaN has no JSON form"),
+        ("add", {"a": float("nan"), "b": 1}, "argument 'a' is required, and its value is missing (NaN)"),
         ("add", {"a": 1, "b": np.float64("inf")}, "argument 'b': infinity has no JSON form"),
         ("release", {"keys": ["a", "b", {1: "x"}]}, "argument 'keys[2]': key 1 is not a string"),
     ],
@@ -122,3 +123,101 @@ def test_text_that_cannot_be_encoded_is_refused_and_the_calls_in_flight_go_on(wb
     assert wb.call("t/s/echo", {"text": "naïve ✓"}).text == "naïve ✓"
     assert children() == servers, "the server was not restarted"
     assert wb.status()["t"]["s"].connected
+
+
+# ---- what a person sees of an error or an interrupt --------------------------------------------
+def _workbench_frames(exc: BaseException) -> list[str]:
+    """The frames of the workbench's own code in the traceback `exc` carries."""
+    import traceback
+    from pathlib import Path
+
+    import workbench_magic
+
+    ours = str(Path(workbench_magic.__file__).parent)
+    return [
+        f"{f.filename}:{f.lineno} {f.name}"
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.startswith(ours)
+    ]
+
+
+def _held(wb: Workbench) -> list[str]:
+    """The keys of the server's `hold` calls waiting now (asked from this thread, beside the call)."""
+    return list(wb.call("t/s/held").data["held"])
+
+
+@pytest.mark.parametrize("how", ["call", "map"])
+def test_an_interrupt_carries_none_of_the_workbench_frames(make_workbench: Any, how: str) -> None:
+    from conftest import interrupt_main_when
+
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    wb.open("t")
+    watcher = interrupt_main_when(lambda: _held(wb) == ["k"], 20)
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        if how == "call":
+            wb.call("t/s/hold", {"key": "k"})
+        else:
+            wb.map("t/s/hold", [{"key": "k"}], progress=False)
+    watcher.join(20)
+    assert _workbench_frames(interrupted.value) == []
+    assert wait_until(lambda: _held(wb) == [], 10)  # the call was still cancelled on the server
+    assert wb.call("t/s/echo", {"text": "still here"}).text == "still here"
+
+
+def test_a_user_error_carries_none_of_the_workbench_frames(wb: Workbench) -> None:
+    box = wb.opened("t")
+    mistakes = {
+        "an unknown tool": lambda: wb.call("t/s/nope"),
+        "arguments that are not a mapping": lambda: wb.call("t/s/echo", []),
+        "a map of an unknown tool": lambda: wb.map("t/s/nope", [{"x": 1}], progress=False),
+        "an unknown toolbox": lambda: wb.open("nope"),
+        "a lookup": lambda: wb.tool("t/s/nope"),
+        "a toolbox's call": lambda: box.call("s/nope"),
+        "a toolbox's unknown server": lambda: box["nope"],
+    }
+    if wb.validate_arguments:  # else the server answers with an error result
+        mistakes["a tool as a method"] = lambda: box.s.echo(text=[])
+    for mistake, make in mistakes.items():
+        with pytest.raises(WorkbenchError) as raised:
+            make()
+        assert _workbench_frames(raised.value) == [], mistake
+
+
+SCRIPT = """
+from workbench_magic import Workbench
+
+wb = Workbench({config!r})
+wb.open("t")
+wb.call("t/s/nope", {{}})
+"""
+
+
+@pytest.mark.parametrize("debug", ["", "1"], ids=["plain", "WORKBENCH_DEBUG"])
+def test_a_script_shows_its_own_frames_and_the_one_line(tmp_path: Path, debug: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from conftest import write_config
+
+    config = write_config(tmp_path / "wb.json", {"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.format(config=str(config)))
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "WORKBENCH_DEBUG": debug},
+    )
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert lines[-1] == (
+        "workbench_magic.vocabulary.errors.ToolNotFoundError: Tool 'nope' not found in server 's' (toolbox 't')"
+    )
+    frames = [line for line in lines if line.lstrip().startswith("File ")]
+    if debug:  # a developer sees where it was raised: the entry point, down to the core's lookup on the loop
+        assert any("api/calling.py" in f for f in frames) and "in tool" in frames[-1], out.stderr
+        assert "engine/core.py" in frames[-1], out.stderr
+    else:
+        assert frames == [f'  File "{script}", line 6, in <module>'], out.stderr

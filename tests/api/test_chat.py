@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -239,7 +240,8 @@ def test_confirm_destructive_off_asks_nothing(wb: Workbench, keyboard: list[str]
 
 
 def test_nobody_to_ask_refuses(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where no person can answer (no terminal, no kernel), a destructive tool does not run."""
+    """Where no person can answer (no terminal, no kernel), a destructive tool does not run; the turn
+    says nobody answered (not that the person refused)."""
 
     def nobody(prompt: str) -> str:
         raise asking.NoWayToAsk("stdin is not a terminal")
@@ -247,7 +249,9 @@ def test_nobody_to_ask_refuses(wb: Workbench, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(asking, "_default_input", nobody)
     note = wb.call("demo/notes/add_note", {"title": "t", "body": "b"}).data["id"]
     turn = wb.chat("Delete it", model=Script([(DELETE, {"id": note})], ["Not allowed."]).model())
-    assert turn.tool_calls[0].refused
+    [call] = turn.tool_calls
+    assert call.result is None and not call.refused and call.confirmed is None
+    assert "nobody answered (no input)" in call.outcome().lower() and "refused by you" not in call.outcome()
     assert "demo/notes/delete_note" not in [str(r.identifier) for r in wb.history]
 
 
@@ -462,3 +466,144 @@ def test_chat_model_may_be_a_model_object(wb: Workbench) -> None:
     wb.chat_model = script.model("scripted")
     turn = wb.chat("hello")
     assert turn.text == "From the trait." and turn.model == "scripted"
+
+
+# ---- a prompt -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("prompt", "shown"),
+    [(None, "None"), (123, "an int (123)"), ("", "''"), (" \n\t", "' \\n\\t'")],
+    ids=["none", "int", "empty", "blank"],
+)
+def test_a_prompt_that_is_not_non_empty_text_is_a_usage_error(wb: Workbench, prompt: Any, shown: str) -> None:
+    script = Script(["never asked"])
+    expected = rf"^wb\.chat needs a prompt: non-empty text, not {re.escape(shown)}$"
+    with pytest.raises(UsageError, match=expected) as refused:
+        wb.chat(prompt, model=script.model())
+    assert refused.value.__context__ is None
+    assert script.seen == [] and len(wb.history) == 0  # nothing ran
+
+
+# ---- bad arguments: the model is told and tries again, up to wb.tool_retries ---------------------
+BAD = {"dataset": "penguins", "limit": "many"}
+"""Arguments the query tool's input schema refuses (`limit` is an integer)."""
+
+
+def _told(messages: list[ModelMessage]) -> list[str]:
+    """What the model was told of its last tool calls (each call's result or error, as text)."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    return [str(p.content) for p in last.parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
+
+
+def test_a_model_told_its_bad_arguments_twice_tries_again_and_the_turn_goes_on(wb: Workbench, view: Recorder) -> None:
+    assert wb.tool_retries == 3
+    script = Script([(QUERY, BAD)], [(QUERY, BAD)], [(QUERY, {"dataset": "penguins", "limit": 2})], ["Two."])
+    turn = wb.chat("two penguins", model=script.model())
+    assert turn.text == "Two." and turn.stopped is None
+    first, second, third = turn.tool_calls
+    for bad in (first, second):
+        assert bad.arguments == BAD and "'many' is not of type 'integer'" in (bad.error or "")
+        assert bad.outcome().startswith("error: ") and "'many' is not of type 'integer'" in bad.outcome()
+    assert third.error is None and third.result is not None and len(third.result.data["rows"]) == 2
+    # each time the model was told why, as the call's result
+    assert [len(_told(seen)) for seen in script.seen[1:3]] == [1, 1]
+    assert all("'many' is not of type 'integer'" in _told(seen)[0] for seen in script.seen[1:3])
+
+
+def test_a_model_that_keeps_sending_bad_arguments_ends_its_turn_at_the_limit_with_a_chat_turn(
+    wb: Workbench, view: Recorder
+) -> None:
+    wb.tool_retries = 2
+    script = Script(*[[(QUERY, BAD)] for _ in range(10)])
+    turn = wb.chat("two penguins", model=script.model())
+    assert isinstance(turn, ChatTurn)
+    assert len(script.seen) == 3  # the first call and two more tries, each told its error
+    assert len(turn.tool_calls) == 3
+    assert all("'many' is not of type 'integer'" in (call.error or "") for call in turn.tool_calls)
+    assert turn.stopped == (
+        "The turn stopped: the model's calls of demo/datasets/query failed 3 times in a row, each told why "
+        "(wb.tool_retries = 2: it may try again twice)"
+    )
+    assert turn.text == turn.stopped and turn.parts[-1] == turn.stopped
+    assert turn.usage.requests == 3
+    assert repr(turn).splitlines()[-2] == turn.stopped
+    assert [k for k, _ in view.events][-2:] == ["text", "finish"] and view.events[-2][1] == turn.stopped
+    # the conversation stays as it was (no dangling tool call is sent next time)
+    after = Script(["Hi."])
+    wb.chat("again", model=after.model())
+    assert len(after.seen[0]) == 1
+
+
+def test_tool_retries_zero_stops_at_the_first_bad_call(wb: Workbench) -> None:
+    wb.tool_retries = 0
+    turn = wb.chat("two penguins", model=Script(*[[(QUERY, BAD)] for _ in range(3)]).model())
+    assert len(turn.tool_calls) == 1
+    assert turn.stopped == (
+        "The turn stopped: the model's call of demo/datasets/query failed (wb.tool_retries = 0: no second try)"
+    )
+
+
+# ---- an interrupted turn whose model hangs ----------------------------------------------------------
+def test_after_interrupting_a_turn_whose_model_hangs_the_next_turn_does_not_wait_for_it(wb: Workbench) -> None:
+    from conftest import interrupt_main_when
+
+    entered, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def hangs(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        entered.set()
+        release.wait(120)  # a synchronous model that does not return (until the test lets it)
+        returned.set()
+        return ModelResponse(parts=[TextPart("too late")])
+
+    guard = threading.Timer(60, release.set)  # on the old code the next turn would wait for this
+    guard.start()
+    try:
+        interrupt_main_when(entered.is_set, 30)
+        with pytest.raises(KeyboardInterrupt):
+            wb.chat("hello", model=FunctionModel(hangs))
+        assert entered.is_set()
+        turn = wb.chat("again", model=Script(["Here."]).model())
+        assert turn.text == "Here."
+        assert not returned.is_set()  # the next turn ran while the interrupted one's model still hung
+        assert len(wb._chat_conversation.messages) == 2  # only the new turn: the abandoned one left nothing
+    finally:
+        guard.cancel()
+        release.set()
+    assert returned.wait(30)  # the hanging function ends (nothing is left running)
+
+
+# ---- the conversation keeps its model ----------------------------------------------------------------
+def test_the_conversation_keeps_the_model_it_was_given_until_reset(
+    wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WORKBENCH_MODEL", raising=False)
+    wb.chat_model = None
+    first, second = Script(["One."], ["Two."]), Script(["Three."], ["Four."])
+    wb.chat("one", model=first.model())
+    assert wb.chat("two").text == "Two."  # no model given: the conversation's
+    assert len(first.seen) == 2
+    assert wb.chat("three", model=second.model()).text == "Three."  # a model given wins, and is kept
+    assert wb.chat("four").text == "Four." and len(first.seen) == 2
+    wb.chat_reset()  # forgets the model too
+    with pytest.raises(UsageError, match=r"^No model is set"):
+        wb.chat("five")
+    wb.chat_model = Script(["From the setting."]).model()
+    assert wb.chat("six").text == "From the setting."
+
+
+# ---- a model's name, said once -------------------------------------------------------------------
+def test_a_model_named_after_its_function_prints_its_name_once(wb: Workbench) -> None:
+    from workbench_magic import ModelError
+
+    def boom(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("it broke")
+
+    with pytest.raises(ModelError) as failed:
+        wb.chat("hello", model=FunctionModel(boom))
+    assert str(failed.value) == "Model 'function:boom' failed: it broke"
+
+    def hello(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("Hi.")])
+
+    turn = wb.chat("hello", model=FunctionModel(hello))
+    assert turn.model == "function:hello" and turn.usage_line().startswith("function:hello: 1 request")

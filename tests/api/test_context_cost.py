@@ -314,3 +314,14 @@ def test_the_table_renders_escaped_and_says_what_proxy_mode_saves() -> None:
     assert "proxy/flat = 1.50" in repr(costly) and "reads 50% more than the flat listing" in repr(costly)
     with pytest.raises(UsageError, match="No context cost row 'nope'"):
         _ = costly["nope"]
+
+
+def test_a_server_or_tool_target_says_it_takes_a_toolbox(wb: Workbench) -> None:
+    for target in ("mine/s", "mine__s", "mine/s/echo"):
+        with pytest.raises(UsageError) as caught:
+            wb.context_cost(target)
+        assert str(caught.value) == f"wb.context_cost takes a toolbox, not {target!r}: try wb.context_cost('mine')"
+        assert caught.value.__context__ is None
+    with pytest.raises(UsageError, match=r"^wb\.context_cost takes a toolbox \(its name\), not 42$"):
+        wb.context_cost(42)  # type: ignore[arg-type]
+    assert not wb.is_open("mine")  # nothing opened for a wrong target

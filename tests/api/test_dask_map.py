@@ -9,17 +9,34 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import npm_server, running, stdio_server, toolbox, wait_until, write_config
 
-from workbench_magic import MissingExtraError, UsageError, Workbench
+from workbench_magic import MissingExtraError, ToolNotFoundError, UsageError, Workbench
 from workbench_magic.api.dask_map import worker_workbenches
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 pytestmark = pytest.mark.timeout(300)
+
+
+MARK = "WB_DASK_TEST"
+
+
+def everything_servers(mark: str) -> set[int]:
+    """The live server-everything processes whose environment holds this test's mark."""
+    found = set()
+    for pid in running("server-everything"):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"{MARK}={mark}".encode() in environ:
+            found.add(pid)
+    return found
 
 
 @pytest.fixture
@@ -30,7 +47,8 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         {
             "toolboxes": {
                 "t": toolbox({"s": stdio_server(env={"TOKEN": "${WB_DASK_SECRET}"})}),
-                "e": toolbox({"everything": npm_server("everything", "stdio")}),
+                # marked: the cluster fixture counts this test's servers, not those of the suite's other workers
+                "e": toolbox({"everything": npm_server("everything", "stdio", env={MARK: str(tmp_path)})}),
             }
         },
     )
@@ -68,13 +86,13 @@ def test_secrets_reach_the_servers_not_the_task_graph(wb: Workbench) -> None:
 def cluster(config: Path) -> Iterator[Any]:
     """Two worker processes, started after `config` set the secret in the environment they inherit (a
     worker reads it there); the servers of their workbenches end with them."""
-    before = running("server-everything")
+    mark = str(config.parent)
     with (
         distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as local,
         distributed.Client(local) as client,
     ):
         yield client
-    assert wait_until(lambda: not (running("server-everything") - before), 30), "a worker's server outlived its worker"
+    assert wait_until(lambda: not everything_servers(mark), 30), "a worker's server outlived its worker"
 
 
 def _connects() -> dict[str, int]:
@@ -136,3 +154,54 @@ def test_a_spec_is_plain_data(wb: Workbench) -> None:
     import cloudpickle  # as distributed sends a graph: it pickles without the workbench
 
     assert b"LoopThread" not in cloudpickle.dumps(graph)
+
+
+def test_a_wrong_client_or_tool_is_one_line_before_anything_runs(wb: Workbench) -> None:
+    frame = dd.from_pandas(pd.DataFrame({"text": ["x", "y"]}), npartitions=2)
+    with pytest.raises(ToolNotFoundError) as missing:
+        wb.map("t/s/nope", frame)
+    assert str(missing.value) == "Tool 'nope' not found in server 's' (toolbox 't')"
+    wrong = {
+        42: "not an int: 42",
+        "tcp://127.0.0.1:1": "not a str: 'tcp://127.0.0.1:1' (connect first: distributed.Client('tcp://127.0.0.1:1'))",
+    }
+    for client, end in wrong.items():
+        with pytest.raises(UsageError) as caught:
+            wb.map("t/s/echo", frame, client=client)
+        needs = "wb.map on a Dask cluster needs a distributed.Client (client= or wb.map_cluster)"
+        assert str(caught.value) == f"{needs}, {end}"
+        assert caught.value.__context__ is None
+    wb.map_cluster = "tcp://127.0.0.1:1"
+    with pytest.raises(UsageError, match=r"^wb.map on a Dask cluster needs a distributed.Client .*, not a str: 'tcp"):
+        wb.map("t/s/echo", frame)
+    wb.map_cluster = None
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as closed:
+        pass
+    with pytest.raises(UsageError) as caught:
+        wb.map("t/s/echo", frame, client=closed)
+    assert str(caught.value) == (
+        "wb.map's Dask client is closed: pass a running distributed.Client (client= or wb.map_cluster)"
+    )
+    assert wb.map("t/s/echo", frame).compute()["result"].tolist() == ["x", "y"]  # the workbench is fine
+
+
+def test_a_map_has_the_same_columns_and_values_locally_and_on_a_cluster(cluster: Any, config: Path) -> None:
+    """The tool's output schema gives the columns (`add`: `sum`), on a cluster's workers, on Dask's own
+    scheduler and in `Batch.to_pandas()`; a row that raised (a required argument missing) has its
+    error there and no data."""
+    wb = Workbench(config=config, connect_timeout=90)  # closed here: Dask's own helper processes outlive a test
+    try:
+        rows = pd.DataFrame({"a": [float(i) for i in range(8)], "b": [1.0, 2.0, np.nan, 4.0, 5.0, 6.0, 7.0, 8.0]})
+        frame = dd.from_pandas(rows, npartitions=4)
+        local = wb.map("t/s/add", rows, progress=False).to_pandas()
+        assert list(local.columns) == ["a", "b", "sum", "error"]
+        assert local.loc[2, "error"].endswith("argument 'b' is required, and its value is missing (NaN)")
+        mapped = wb.map("t/s/add", frame, client=cluster)
+        assert list(mapped.columns) == list(local.columns)
+        on_cluster = mapped.compute().reset_index(drop=True)
+        in_process = wb.map("t/s/add", frame).compute().reset_index(drop=True)
+        for out in (on_cluster, in_process):
+            assert list(out.columns) == list(local.columns)
+            pd.testing.assert_frame_equal(out, local, check_dtype=False)
+    finally:
+        wb.close_all()

@@ -35,7 +35,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_evals import Case
 from pydantic_evals.evaluators import Contains
 
-from workbench_magic import EvalReport, UsageError, Workbench
+from workbench_magic import EvalReport, ServerNotFoundError, ToolNotFoundError, UsageError, Workbench
 from workbench_magic.api.evaluation import read_cases
 
 DEMO = {name: {"python": f"workbench_magic.demo:{name}_server"} for name in ("datasets", "notes")}
@@ -197,6 +197,34 @@ def test_a_run_whose_model_raises_fails_with_the_models_error_and_the_calls_made
     assert [(r.run, r.error, r.reason, r.tools) for r in case.runs] == [
         (n, True, "Model 'function:flaky' failed: the model fell over", (LIST,)) for n in (1, 2)
     ]
+
+
+BAD = {"dataset": "penguins", "limit": "many"}
+"""Arguments the query tool's input schema refuses (`limit` is an integer)."""
+
+
+def test_a_run_whose_model_sends_bad_arguments_twice_is_told_and_passes(wb: Workbench) -> None:
+    def plan(prompt: str, run: int) -> list[Step]:
+        return [[(QUERY, BAD)], [(QUERY, BAD)], [(QUERY, {"dataset": "penguins", "limit": 3})], "Gentoo."]
+
+    plans = Plans(plan)
+    report = wb.evaluate([{"prompt": HEAVIEST, "expect_tools": [QUERY], "expect_text": "Gentoo"}], model=plans.model())
+    [case] = report.cases
+    assert [(r.passed, r.error, r.reason) for r in case.runs] == [(True, False, None)] * 3
+    assert all(r.tools == (QUERY, QUERY, QUERY) for r in case.runs)
+
+
+def test_a_run_whose_model_keeps_sending_bad_arguments_fails_at_the_limit_with_the_reason(wb: Workbench) -> None:
+    wb.tool_retries = 1
+    plans = Plans(lambda prompt, run: [[(QUERY, BAD)] for _ in range(10)])
+    report = wb.evaluate([{"prompt": HEAVIEST, "expect_tools": [QUERY]}], model=plans.model(), runs=2)
+    [case] = report.cases
+    stopped = (
+        f"The turn stopped: the model's calls of {QUERY} failed twice in a row, each told why "
+        "(wb.tool_retries = 1: it may try again once)"
+    )
+    assert [(r.run, r.passed, r.error, r.reason) for r in case.runs] == [(n, False, False, stopped) for n in (1, 2)]
+    assert all(r.calls == ((QUERY, BAD), (QUERY, BAD)) for r in case.runs)
 
 
 # ---- the cases ------------------------------------------------------------------------------------
@@ -432,7 +460,7 @@ def test_a_yaml_file_of_cases(tmp_path: Path) -> None:
         ("cases: 3", r"holds no cases: write `cases:` and a list of them"),
         ("cases: []\nmodels: x", r"unknown key 'models' \(a file of cases takes cases, toolbox, model, runs\)"),
         ("cases: []\nruns: 0", r"runs is a whole number from 1, not 0"),
-        ("cases: [", r"is not YAML: "),
+        ("cases: [", r"^Invalid YAML in .*bad\.yaml, line 1 column 9: expected the node content, but found"),
     ]:
         (tmp_path / "bad.yaml").write_text(text)
         with pytest.raises(UsageError, match=message):
@@ -578,3 +606,44 @@ def test_import_workbench_magic_imports_no_evals_framework() -> None:
     )
     out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---- issue 53, item 18: the tools a case expects are looked up before any case runs ------------
+@pytest.mark.parametrize(
+    ("expect", "kind", "text"),
+    [
+        (
+            {"expect_tools": [QUERY, "demo/datasets/nope"]},
+            ToolNotFoundError,
+            "case 'typo': Tool 'nope' not found in server 'datasets' (toolbox 'demo')",
+        ),
+        (
+            {"expect_tools": {"demo/nowhere/query"}},
+            ServerNotFoundError,
+            "case 'typo': Server 'nowhere' not found in toolbox 'demo'",
+        ),
+        (
+            {"expect_arguments": {"demo/datasets/nope": {"dataset": "penguins"}}},
+            ToolNotFoundError,
+            "case 'typo': Tool 'nope' not found in server 'datasets' (toolbox 'demo')",
+        ),
+        (
+            {"expect_tools": ["demo/notes/list_notes"], "toolbox": "demo/datasets"},
+            UsageError,
+            "case 'typo': expects demo/notes/list_notes, which is not among the tools of demo/datasets "
+            "(the tools the model is given)",
+        ),
+    ],
+)
+def test_an_unknown_expected_tool_fails_before_any_case_runs(
+    wb: Workbench, expect: dict[str, Any], kind: type[Exception], text: str
+) -> None:
+    expect = dict(expect)
+    target = expect.pop("toolbox", "demo")
+    plans = Plans(three_cases)
+    cases = [CASES[1], {"name": "typo", "prompt": HEAVIEST, **expect}]
+    with pytest.raises(kind) as caught:
+        wb.evaluate(cases, toolbox=target, model=plans.model(), runs=2)
+    assert type(caught.value) is kind and str(caught.value) == text
+    assert caught.value.__context__ is None
+    assert plans.runs == Counter() and wb.history == []  # no case ran, the model was not asked

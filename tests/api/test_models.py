@@ -215,6 +215,10 @@ def test_the_default_model_is_chat_model_or_workbench_model(make_workbench, monk
     with pytest.raises(UsageError) as unset:
         resolve_model(wb)
     assert str(unset.value) == NO_MODEL and 'wb.chat_model = "openai:gpt-4o"' in NO_MODEL
+    # and how to chat offline, with no key: "test", a scripted model, a recorded cassette; still one line
+    assert "\n" not in NO_MODEL
+    assert 'offline, with no key: "test" (pydantic-ai\'s TestModel, which calls every tool once' in NO_MODEL
+    assert "a scripted pydantic-ai FunctionModel" in NO_MODEL and "wb.replay(path)" in NO_MODEL
     wb.chat_model = "test"
     model = resolve_model(wb)
     assert isinstance(model, WorkbenchModel) and isinstance(model.wrapped, TestModel)
@@ -566,3 +570,19 @@ def test_importing_the_package_imports_no_model_framework() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_models_name_says_each_part_once() -> None:
+    from workbench_magic.api.model_turns import model_label
+
+    def boom(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("x")])
+
+    async def chunks(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        yield "x"
+
+    assert model_label(FunctionModel(boom)) == "function:boom"  # pydantic-ai: function:function:boom:
+    assert model_label(FunctionModel(stream_function=chunks)) == "function:chunks"
+    assert model_label(FunctionModel(boom, stream_function=chunks)) == "function:boom:chunks"
+    assert model_label(FunctionModel(boom, model_name="fm")) == "function:fm"
+    assert model_label(TestModel()) == "test"  # pydantic-ai: test:test

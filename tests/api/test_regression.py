@@ -199,6 +199,23 @@ def test_ignore_applies_to_an_answer_given_as_json_text(
     assert "2 passed" in ran.stdout
 
 
+def test_ignore_applies_to_json_text_inside_structured_content(
+    make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
+) -> None:
+    wb = make_workbench(v1)
+    wb.open("s")
+    answer = wb.call("s/srv/receipt")  # `-> str`: the SDK sends {"result": "<the JSON text>"} as well
+    assert set(answer.structured_content) == {"result"} and '"id": ' in answer.structured_content["result"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # `$.id` leaves something out: no "matches nothing" warning
+        module = Path(wb.export_tests(tmp_path / "test_receipt.py", ignore=["$.id"]))
+    assert "without(result.structured_content, IGNORE)" in module.read_text()
+    for _ in range(2):  # each run gets a new id
+        ran = run_pytest(module, v1)
+        assert ran.returncode == 0, ran.stdout
+        assert "2 passed" in ran.stdout
+
+
 def test_an_ignore_path_that_matches_nothing_is_reported(
     make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
 ) -> None:
@@ -235,7 +252,16 @@ def test_a_snapshot_round_trips_and_the_diff_marks_a_new_required_argument(
     make_workbench: Callable[..., Workbench], v1: Path, tmp_path: Path
 ) -> None:
     before = make_workbench(v1).snapshot("s")
-    assert set(before.servers["srv"]["tools"]) == {"greet", "scale", "stats", "shout", "stamp", "ticket", "fail"}
+    assert set(before.servers["srv"]["tools"]) == {
+        "greet",
+        "scale",
+        "stats",
+        "shout",
+        "stamp",
+        "ticket",
+        "receipt",
+        "fail",
+    }
     assert set(before.servers["srv"]["resources"]) == {"surface://readme"}
     assert set(before.servers["srv"]["prompts"]) == {"review"}
     saved = before.save(tmp_path / "before.json")

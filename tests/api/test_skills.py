@@ -211,3 +211,22 @@ def test_a_toolset_with_skills_gives_an_agent_their_instructions(wb: Workbench, 
     assert (folder / "csv-cleaning" / "SKILL.md").read_text().strip() in told
     Agent(model.model(), toolsets=[wb.toolset("t/s")]).run_sync("Again")
     assert not model.instructions[-1]  # no skills, no instructions of the toolset's
+
+
+def test_skills_of_one_skill_and_a_skill_that_is_not_text_are_usage_errors(wb: Workbench) -> None:
+    with pytest.raises(UsageError) as caught:
+        wb.skills("t/s/csv-cleaning")
+    assert str(caught.value) == (
+        "wb.skills takes a toolbox or toolbox/server, not 't/s/csv-cleaning': "
+        "wb.skill('t/s/csv-cleaning') reads that skill"
+    )
+    with pytest.raises(UsageError):
+        asyncio.run(wb.askills("t/s/csv-cleaning"))
+    for target, name in ((42, None), (None, None), ("t/s", 42)):
+        with pytest.raises(UsageError) as caught:
+            wb.skill(target, name)  # type: ignore[arg-type]
+        shown = repr(target if name is None else name)
+        assert str(caught.value) == (
+            f"wb.skill takes the skill as text, 'toolbox/server/name' or ('toolbox/server', name), not {shown}"
+        )
+    assert [s.name for s in wb.skills("t/s")] == ["csv-cleaning", "release-notes"]  # a server still lists

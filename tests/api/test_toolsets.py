@@ -536,3 +536,125 @@ def test_workbench_imports_no_framework_until_one_is_used() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.splitlines() == ["[]", "[]", "['pydantic_ai']"]
+
+
+# ---- a destructive tool asks first, as wb.chat asks (confirm_destructive) ----------------------
+DELETE = "demo__notes__delete_note"
+ANSWERS = ("yes", "no", "nobody")
+
+
+@pytest.fixture
+def person(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the person types at each `input()`, in order ("<eof>": stdin at its end, nobody answers);
+    the test fails if more is asked. The prompts asked are appended to `person.asked`."""
+    import builtins
+
+    from workbench_magic.api import asking
+
+    answers: list[str] = []
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    def read(prompt: str = "") -> str:
+        assert answers, f"asked {prompt!r} with no answer left"
+        answer = answers.pop(0)
+        if answer == "<eof>":
+            raise EOFError("EOF when reading a line")
+        return answer
+
+    monkeypatch.setattr(asking.sys, "stdin", Terminal())
+    monkeypatch.setattr(builtins, "input", read)
+    return answers
+
+
+def a_note(wb: Workbench) -> Any:
+    return wb.call("demo/notes/add_note", {"title": "keep", "body": "me"}).data["id"]
+
+
+def notes(wb: Workbench) -> list[Any]:
+    return [n["id"] for n in wb.call("demo/notes/list_notes").data["notes"]]
+
+
+def typed(answer: str) -> str:
+    return {"yes": "y", "no": "n", "nobody": "<eof>"}[answer]
+
+
+def check_told(wb: Workbench, note: Any, answer: str, told: str) -> None:
+    """The note is gone only when the person said yes; otherwise the model reads why it did not run."""
+    if answer == "yes":
+        assert notes(wb) == [] and "demo/notes/delete_note" in called(wb)
+        assert "did not run" not in told
+        return
+    assert notes(wb) == [note] and "demo/notes/delete_note" not in called(wb)
+    # no answer counts as no: the model reads the same either way (the person's line and the log differ)
+    assert told == (
+        "The person did not allow demo/notes/delete_note to run (the tool is marked destructive), so it did not run."
+    )
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_a_pydantic_ai_agent_asks_before_a_destructive_tool_runs(
+    wb: Workbench, person: list[str], capsys: pytest.CaptureFixture[str], answer: str
+) -> None:
+    note = a_note(wb)
+    person.append(typed(answer))
+    script = run_pydantic(wb.toolset("demo"), [[("demo__notes__get_note", {"id": note})], [(DELETE, {"id": note})]])
+    assert person == []  # asked once: before delete_note, not before get_note
+    assert "the model wants to run demo/notes/delete_note" in capsys.readouterr().out
+    read, deleted = script.returns()
+    assert read.outcome == "success"
+    if answer == "yes":
+        assert deleted.outcome == "success" and deleted.content["id"] == note
+    else:
+        assert deleted.outcome == "failed"  # ToolFailed: the model is told, the run goes on
+    check_told(wb, note, answer, str(deleted.content))
+
+
+@pytest.mark.parametrize("path", ["ainvoke", "invoke"])
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_langchain_tools_ask_before_a_destructive_tool_runs(
+    wb: Workbench, person: list[str], capsys: pytest.CaptureFixture[str], answer: str, path: str
+) -> None:
+    note = a_note(wb)
+    person.append(typed(answer))
+    (delete,) = wb.langchain_tools(["demo/notes/delete_note"])
+    call = {"type": "tool_call", "id": "1", "name": DELETE, "args": {"id": note}}
+    message = asyncio.run(delete.ainvoke(call)) if path == "ainvoke" else delete.invoke(call)
+    assert person == [] and "the model wants to run demo/notes/delete_note" in capsys.readouterr().out
+    assert isinstance(message, ToolMessage)
+    assert message.status == ("success" if answer == "yes" else "error")
+    check_told(wb, note, answer, str(message.content))
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_openai_agents_tools_ask_before_a_destructive_tool_runs(
+    wb: Workbench, person: list[str], capsys: pytest.CaptureFixture[str], answer: str
+) -> None:
+    note = a_note(wb)
+    person.append(typed(answer))
+    (delete,) = wb.openai_agents_tools(["demo/notes/delete_note"])
+    arguments = json.dumps({"id": note})
+    output = asyncio.run(delete.on_invoke_tool(tool_context(DELETE, arguments), arguments))
+    assert person == [] and "the model wants to run demo/notes/delete_note" in capsys.readouterr().out
+    check_told(wb, note, answer, output if isinstance(output, str) else json.dumps(output))
+
+
+def test_confirm_destructive_off_lets_every_framework_run_it_unasked(wb: Workbench, person: list[str]) -> None:
+    wb.confirm_destructive = False
+    first, second, third = a_note(wb), a_note(wb), a_note(wb)
+    run_pydantic(wb.toolset("demo/notes"), [[(DELETE, {"id": first})]])
+    (lc,) = wb.langchain_tools(["demo/notes/delete_note"])
+    lc.invoke({"id": second})
+    (oa,) = wb.openai_agents_tools(["demo/notes/delete_note"])
+    arguments = json.dumps({"id": third})
+    asyncio.run(oa.on_invoke_tool(tool_context(DELETE, arguments), arguments))
+    assert notes(wb) == [] and person == []  # nothing asked (an `input()` would fail the test)
+
+
+def tool_context(name: str, arguments: str) -> Any:
+    """The Agents SDK's `ToolContext` of one call, as `Runner` makes it."""
+    from agents.tool_context import ToolContext
+
+    return ToolContext(context=None, tool_name=name, tool_call_id="1", tool_arguments=arguments)

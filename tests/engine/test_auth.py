@@ -197,7 +197,7 @@ def test_bearer_token_reaches_a_token_protected_serve(tmp_path: Path, monkeypatc
     try:
         box = wb.open("r")
         assert box.servers["good"].connected and not box.servers["none"].connected
-        assert "Server returned an error response" in (box.servers["none"].error or "")
+        assert (box.servers["none"].error or "").endswith(": HTTP 401 Unauthorized (check the server's token/headers)")
         wb.call("r/good/open_toolbox", {"toolbox": "in"})
         who = wb.call("r/good/use_tool", {"tool": {"toolbox": "in", "server": "s", "name": "whoami"}})
         assert who.text == "inner"

@@ -91,11 +91,56 @@ def test_sampling_is_advertised_only_while_a_handler_is_set(make_workbench) -> N
     names = {t.name for t in wb.tools("e")}
     assert "trigger-sampling-request" not in names  # hidden from a client without the capability
     assert "trigger-elicitation-request" in names and "get-roots-list" in names
-    wb.sampling_handler = lambda messages, params: "the model says hi"
-    assert "trigger-sampling-request" not in {t.name for t in wb.tools("e")}  # until the next connect
-    wb.reconnect("e/ev")
+    wb.sampling_handler = lambda messages, params: "the model says hi"  # the server reconnects, declaring it
     result = wb.call("e/ev/trigger-sampling-request", {"prompt": "say hi"})
     assert "the model says hi" in result.text
+    wb.sampling_handler = None
+    assert "trigger-sampling-request" not in {t.name for t in wb.tools("e")}
+
+
+@pytest.mark.parametrize(("server", "protocol"), ERAS)
+def test_a_handler_set_after_open_reconnects_the_servers_that_declared_otherwise(
+    both, server: str, protocol: str
+) -> None:
+    from conftest import children
+
+    outside = children()
+    wb = both()
+    with pytest.raises(ToolError, match="did not declare the sampling capability"):
+        wb.call(f"t/{server}/sample", {"prompt": "x"})
+    first = children() - outside
+    wb.sampling_handler = lambda messages, params: "first"
+    assert wb.call(f"t/{server}/sample", {"prompt": "x"}).data["text"] == "first"
+    reconnected = children() - outside
+    assert len(reconnected) == len(first) == 2 and not reconnected & first  # both servers, new processes
+    wb.sampling_handler = lambda messages, params: "second"  # still declared: nobody reconnects
+    assert wb.call(f"t/{server}/sample", {"prompt": "x"}).data["text"] == "second"
+    assert children() - outside == reconnected
+    wb.sampling_handler = None
+    with pytest.raises(ToolError, match="did not declare the sampling capability"):
+        wb.call(f"t/{server}/sample", {"prompt": "x"})
+
+
+def test_a_server_with_a_call_in_flight_keeps_its_session_and_a_warning_says_so(both) -> None:
+    asked, release = threading.Event(), threading.Event()
+
+    def person(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        release.wait(60)
+        return {"name": "Ada"}
+
+    wb = both(elicitation_handler=person)
+    call = wb.submit("t/csl/ask_person", {"message": "wait"})
+    assert asked.wait(60)
+    with pytest.warns(UserWarning, match=r"^t/csl had a call in flight: sampling is offered from their next reconnect"):
+        wb.sampling_handler = lambda messages, params: "hi"
+    release.set()
+    assert call.result(60).data == {"action": "accept", "content": {"name": "Ada"}}  # not cut off
+    assert wb.call("t/cs/sample", {"prompt": "x"}).data["text"] == "hi"  # the idle one reconnected
+    with pytest.raises(ToolError, match="did not declare the sampling capability"):
+        wb.call("t/csl/sample", {"prompt": "x"})
+    wb.reconnect("t/csl")  # as the warning says
+    assert wb.call("t/csl/sample", {"prompt": "x"}).data["text"] == "hi"
 
 
 @pytest.mark.parametrize(("server", "protocol"), ERAS)

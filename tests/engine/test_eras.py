@@ -54,3 +54,40 @@ def test_a_server_that_speaks_no_2026_fails_the_open_when_alone(make_workbench: 
         ConnectError, match=r"the server does not speak 2026-07-28 \(server/discover: method not found\)"
     ):
         wb.open("t")
+
+
+@pytest.fixture
+def short_discover_timeout(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The SDK's own limit on one `server/discover` (10 s), shortened so a slow start passes it soon."""
+    import mcp.client.session
+
+    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 0.5)
+    return 0.5
+
+
+def test_a_discover_answered_after_its_own_timeout_but_within_the_connect_deadline_connects(
+    make_workbench: Callable[..., Workbench], short_discover_timeout: float
+) -> None:
+    """Issue 53: under load a fresh clone's suite failed with `the server does not speak 2026-07-28
+    (server/discover: Request 'server/discover' timed out)`. A discover that times out is a slow
+    start, not an answer: the connect deadline governs it."""
+    slow = {**stdio_server("--slow-discover", str(short_discover_timeout * 5)), "protocol": "2026-07-28"}
+    wb = make_workbench({"toolboxes": {"t": toolbox({"slow": slow})}})
+    wb.connect_timeout = 30
+    box = wb.open("t")
+    assert box.servers["slow"].status == "connected" and box.servers["slow"].protocol == "2026-07-28"
+    assert wb.call("t/slow/echo", {"text": "late"}).text == "late"
+
+
+def test_a_discover_unanswered_at_the_connect_deadline_did_not_answer_in_time(
+    make_workbench: Callable[..., Workbench], short_discover_timeout: float
+) -> None:
+    slow = {**stdio_server("--slow-discover", "60"), "protocol": "2026-07-28"}
+    wb = make_workbench({"toolboxes": {"t": toolbox({"slow": slow})}})
+    wb.connect_timeout = 3
+    with pytest.raises(ConnectError) as info:
+        wb.open("t")
+    assert str(info.value) == (
+        "Failed to open toolbox 't': no server connected (server 'slow': no answer to the handshake within 3 s)"
+    )
+    assert "does not speak" not in (wb.status()["t"]["slow"].error or "")

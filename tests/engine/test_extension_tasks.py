@@ -105,7 +105,9 @@ def test_cancel_ends_the_task_cancelled_on_the_server(wb: Workbench) -> None:
         handle.result(timeout=30)
     assert handle.status == "cancelled" and not handle.cancel()
     assert server_task(wb, task_id)["status"] == "cancelled"
-    assert "cancelled" in repr(wb.tasks())
+    # issue 53: the message said the server's last words, `still going`, once it had stopped
+    assert handle.message == "cancelled"
+    assert f"{handle.id} t/k/forever cancelled" in repr(wb.tasks()) and "still going" not in repr(wb.tasks())
 
 
 def test_a_timeout_cancels_the_task_on_the_server(wb: Workbench) -> None:

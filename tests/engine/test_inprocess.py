@@ -214,6 +214,19 @@ def test_the_demo_runs_in_process_by_default(make_workbench) -> None:
     assert wb.call("demo/notes/list_notes", {}).data["notes"] == []
 
 
+def test_the_demo_servers_log_no_warnings_of_their_own(make_workbench, recwarn) -> None:
+    """Issue 53: the first lines of the demo's datasets log were two `MCPDeprecationWarning`s (every
+    logging helper of the SDK is deprecated at 2026-07-28); its log messages still arrive."""
+    wb = make_workbench()
+    wb.open("demo")
+    assert not wb.call("demo/datasets/query", {"dataset": "penguins", "limit": 2}).is_error
+    assert not wb.call("demo/notes/list_notes", {}).is_error
+    log = wb.logs("demo/datasets")
+    assert "notifications/message [info] datasets: query penguins: every row, limit 2" in log
+    assert "Warning" not in log, log
+    assert "Warning" not in wb.logs("demo/notes")
+
+
 def test_logging_of_the_notebook_is_left_as_it_was(make_workbench, inproc: Any, capsys) -> None:
     import logging
 

@@ -131,3 +131,66 @@ def test_primed_output_validators_still_check_results(monkeypatch: pytest.Monkey
 
     anyio.run(main)
     assert sys.modules.get("jsonschema") is not None
+
+
+DANGLING = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}
+
+
+def test_a_dangling_ref_is_an_argument_error_naming_the_tool_and_the_ref() -> None:
+    """Issue 53: `check_schemas` flagged a `$ref` to a missing definition while calls went out
+    unchecked. One rule: the same words at call time, as the tool's argument error."""
+    from workbench_magic.vocabulary.portability import judge
+
+    said = "$ref '#/$defs/Missing' points to nothing"
+    assert any(said in reason for reason in judge(DANGLING, "openai").reasons)  # what check_schemas says
+    with pytest.raises(ArgumentError) as info:
+        schema.validate_arguments(tool(DANGLING), {"a": 1})
+    assert str(info.value) == (
+        f"Invalid arguments for tool 'x' in server 's' (toolbox 't'): its input schema cannot be checked: {said}"
+    )
+    # a pointer into a list, and escaped names (~1 for /, ~0 for ~), resolve as check_schemas resolves them
+    fine = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/a~1b"}, "b": {"$ref": "#/$defs/list/1"}},
+        "$defs": {"a/b": {"type": "integer"}, "list": [{}, {"type": "string"}]},
+    }
+    schema.validate_arguments(tool(fine), {"a": 1, "b": "x"})
+
+
+def test_a_remote_ref_is_never_fetched_and_the_call_goes_to_the_server_unchecked() -> None:
+    """DESIGN turn 5: a remote `$ref` in a server's schema is never fetched (jsonschema-rs and
+    jsonschema both fetch one by default). A listener on the ref's port sees no connection."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    connections: list[Any] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                peer, _ = listener.accept()
+            except TimeoutError:
+                continue
+            connections.append(peer.getpeername())
+            peer.close()  # answer nothing: a fetch fails at once
+
+    watcher = threading.Thread(target=accept, daemon=True)
+    watcher.start()
+    remote = {
+        "type": "object",
+        "properties": {"a": {"$ref": f"http://127.0.0.1:{port}/defs.json#/Thing"}, "n": {"type": "integer"}},
+    }
+    try:
+        schema.validate_arguments(tool(remote), {"a": 1, "n": 2})  # unchecked: the server judges
+        schema.validate_arguments(tool(remote), {"a": 1, "n": "two"})
+        assert schema.check(remote, {"n": "two"}) is None
+        assert schema.first_error(remote, {"a": 1, "n": "two"}) is None  # jsonschema phrases; it must not fetch
+    finally:
+        stop.set()
+        watcher.join()
+        listener.close()
+    assert connections == []

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 import warnings
 
 import pytest
+from conftest import fault_server, stdio_server, toolbox
 from typing_extensions import deprecated
 
-from workbench_magic.engine.transports import handshake_era
+from workbench_magic import Workbench
+from workbench_magic.engine.transports import LineBuffer, handshake_era
 
 
 @deprecated("the handshake era is deprecated")
@@ -44,3 +47,56 @@ def test_a_deprecated_sdk_call_still_raises_what_it_raises() -> None:
 
     with pytest.raises(LookupError, match="no such resource"):
         asyncio.run(handshake_era(failing))
+
+
+def test_the_line_buffer_splits_lines_across_and_within_chunks() -> None:
+    lines = LineBuffer()
+    assert lines.feed(b'{"a":') == []
+    assert lines.feed(b"1}\n{") == [b'{"a":1}']
+    assert lines.feed(b'"b":2}\n\nlast') == [b'{"b":2}', b""]
+    assert lines.feed(b"") == []
+    assert lines.feed(b" line\n") == [b"last line"]
+    assert lines.feed(b"one\ntwo\n") == [b"one", b"two"]
+    assert lines.feed("é\n".encode()[:1]) == []  # a character cut at a read's edge is joined whole
+    assert lines.feed("é\n".encode()[1:]) == ["é".encode()]
+
+
+def test_a_long_line_in_many_chunks_costs_each_chunk_its_own_size_not_the_line_so_far() -> None:
+    """Issue 53: a 20 MB result took 25 s, each 64 KB chunk copying the whole line read so far
+    (`(buffer + chunk).split(...)`). A chunk with no newline must be kept as it is, the line
+    joined once at its end: what feeding a chunk allocates does not grow with the line."""
+    chunk = b"x" * 65536
+    lines = LineBuffer()
+    for _ in range(64):  # 4 MB of one line so far
+        assert lines.feed(chunk) == []
+    tracemalloc.start()
+    try:
+        for _ in range(16):
+            assert lines.feed(chunk) == []
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, f"feeding 64 KB chunks to a 4 MB line allocated up to {peak:,} bytes at once"
+    assert lines.feed(b"y\nnext") == [b"x" * (65536 * 80) + b"y"]
+    assert lines.feed(b"\n") == [b"next"]
+
+
+def test_a_twenty_megabyte_result_over_stdio_arrives_intact_and_the_server_goes_on(make_workbench) -> None:
+    """Issue 53: 20 MB (40 on the wire: the SDK sends the text as content and as structured
+    content) in some 600 reads, a two-byte character cut at many of their edges."""
+    wb: Workbench = make_workbench({"toolboxes": {"t": toolbox({"f": fault_server(), "e": stdio_server()})}})
+    wb.open("t")
+    result = wb.call("t/f/numbered", {"megabytes": 20})
+    tail = " é " + "abcdefghij" * 5 + "\n"
+    expected = "".join(f"{i:07d}{tail}" for i in range(20 * 1024 * 1024 // 61))  # faultserver.numbered_text
+    text = result.text
+    if text != expected:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(text, expected, strict=False)) if a != b), min(len(text), len(expected))
+        )
+        pytest.fail(
+            f"{len(text):,} characters, not {len(expected):,}; the first difference at {at:,}: {text[at : at + 40]!r}"
+        )
+    assert result.structured_content == {"result": result.text}
+    assert wb.call("t/f/ping").text == "pong"
+    assert wb.call("t/e/echo", {"text": "after"}).text == "after"

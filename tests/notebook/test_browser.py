@@ -461,3 +461,190 @@ def test_protocol_in_jupyterlab(protocol_lab: Lab) -> None:
         run_cell(page, 4)
         expect(page.locator(".wb-protocol-status")).to_contain_text("66 messages (recording t/s)", timeout=30_000)
         expect(page.locator(".wb-protocol details", has=arrow).nth(-2).locator("pre")).to_contain_text("y-end")
+
+
+RESULT_CELLS = [
+    "%load_ext workbench_magic",
+    "%%use_tool demo/datasets/query\ndataset: penguins\nlimit: 5",
+    "%workbench open demo",
+]
+PENGUIN_COLUMNS = ["species", "island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "sex"]
+EXPLORER_BOUND = 1200
+"""Pixels the explorer may be tall with a 60-row result in it (it was 2,650)."""
+
+
+@pytest.fixture
+def result_lab(tmp_path: Path) -> Iterator[Lab]:
+    """JupyterLab with results.ipynb (RESULT_CELLS) and toolbox `demo`: the demo's datasets server
+    (its chart is an MCP App) and the FastMCP skills server."""
+    _require_browser()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in RESULT_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "results.ipynb")
+    servers = {"datasets": python_config("-m", "workbench_magic.demo.datasets")}
+    servers["docs"] = extension_server("skills", "skills_server.py")
+    write_config(tmp_path / "workbench-config.json", {"toolboxes": {"demo": toolbox(servers)}})
+    server = Lab(tmp_path)
+    yield server
+    server.stop()
+
+
+def box_of(page: Any, selector: str) -> dict[str, float]:
+    """The bounding box of the first visible element `selector` matches."""
+    box = page.locator(f"{selector} >> visible=true").first.bounding_box()
+    assert box is not None, f"{selector} is not on screen"
+    return dict(box)
+
+
+def call_in_explorer(page: Any, tool: str, own: str, **fields: str) -> None:
+    """Choose `tool` of the datasets server, fill the form's `fields`, call it and wait for its result.
+
+    The forms of tools chosen before stay in the page, hidden: `own` is a field of this tool's form
+    only, shown once its form is."""
+    choose(page, ".wb-tool-select select", f"{tool} ")
+    wait_text(page, ".wb-tool-info", f"demo/datasets/{tool}")
+    page.locator(f".wb-field-{own} input >> visible=true").wait_for(timeout=30_000)
+    for name, value in fields.items():
+        field = page.locator(f".wb-field-{name} input >> visible=true")
+        assert field.count() == 1, name
+        field.fill(value)
+        field.press("Tab")
+    page.click(".wb-call")
+    wait_text(page, ".wb-result", f"demo/datasets/{tool} [ok", timeout=60_000)
+
+
+def test_results_and_the_explorer_in_jupyterlab(result_lab: Lab) -> None:
+    """A structured result shows its table (not JupyterLab's JSON tree); in the explorer an app tool
+    shows its app, a 60-row result scrolls in a bounded pane, and the tabs fit their pane."""
+    with result_lab.notebook_page("results.ipynb", height=1000, failure="results-failure.png") as page:
+        page.click("text=Run >> nth=0")
+        page.click("text=Run All Cells")
+        # the %%use_tool cell: the result's header line and its table, no JSON viewer
+        shown = cell_output(page, 1)
+        table = shown.locator("table")
+        table.wait_for(timeout=120_000)
+        assert "ToolResult demo/datasets/query [ok" in shown.inner_text()
+        header = [t.strip() for t in table.locator("thead th").all_inner_texts()]
+        assert header[: len(PENGUIN_COLUMNS)] == PENGUIN_COLUMNS, header
+        assert table.locator("tbody tr").count() == 5 and "Adelie" in table.locator("tbody").inner_text()
+        assert shown.locator(".jp-RenderedJSON").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "result-table.png"), full_page=True)
+
+        page.wait_for_selector(".wb-explorer", timeout=120_000)
+        choose(page, ".wb-server-select select", "● datasets")
+        # the server's status shows once: the line under the choice adds to the label, never repeats it
+        label = page.eval_on_selector(".wb-server-select select", "s => s.options[s.selectedIndex].text")
+        label, line = label.replace("\xa0", " "), page.inner_text(".wb-server-info").replace("\xa0", " ")
+        assert "10 tools" in label and "2026-07-28" in label, label
+        assert "tools" not in line and "2026-07-28" not in line and "connected" not in line, line
+        assert "stdio" in line, line
+
+        # a 60-row result: the explorer stays bounded, its result pane scrolls both ways
+        call_in_explorer(page, "query", "limit", dataset="penguins", limit="60")
+        page.locator(".wb-result table tbody tr").nth(59).wait_for(state="attached", timeout=30_000)
+        height = box_of(page, ".wb-explorer")["height"]
+        assert height < EXPLORER_BOUND, height
+        pane = page.locator(".wb-result")
+        sizes = pane.evaluate("p => ({sh: p.scrollHeight, ch: p.clientHeight, oy: getComputedStyle(p).overflowY})")
+        assert sizes["sh"] > sizes["ch"] and sizes["oy"] in ("auto", "scroll"), sizes
+        # the wide table scrolls sideways, and in one place only (what scrolls or clips it):
+        wide = page.locator(".wb-result table").evaluate(
+            """t => { const out = []; const pane = t.closest('.wb-result');
+            for (let e = t.parentElement; e; e = e.parentElement) {
+              const s = getComputedStyle(e);
+              if (e.scrollWidth > e.clientWidth + 1 && s.overflowX !== 'visible') out.push([e.className, s.overflowX]);
+              if (e === pane) break; }
+            return out; }"""
+        )
+        # the pane itself, whose scrollbars stay in view (an output's own would sit under its last row)
+        assert len(wide) == 1 and "wb-result" in wide[0][0] and wide[0][1] in ("auto", "scroll"), wide
+        pane.evaluate("p => { p.scrollTop = p.scrollHeight; p.scrollLeft = p.scrollWidth; }")
+        last = page.locator(".wb-result table tbody tr").nth(59).locator("td").last
+        expect_inside(last.bounding_box(), dict(pane.bounding_box()))
+        page.locator(".wb-explorer").screenshot(path=str(ARTIFACTS / "explorer-60-rows.png"))
+
+        # an MCP App tool: its app runs in the result pane, as in a cell (no JSON tree)
+        call_in_explorer(page, "chart", "x", dataset="penguins")
+        frame = page.locator(".wb-result iframe.wb-app-frame")
+        frame.wait_for(timeout=60_000)
+        assert frame.get_attribute("sandbox") == "allow-scripts"
+        app = page.frame_locator(".wb-result iframe.wb-app-frame")
+        app.locator("#status:has-text('penguins: ')").wait_for(timeout=60_000)
+        assert page.locator(".wb-result .wb-json").count() == 0
+        page.locator(".wb-explorer").screenshot(path=str(ARTIFACTS / "explorer-app.png"))
+
+        models_layout(page)
+        skills_layout(page)
+
+
+def expect_inside(inner: Any, outer: dict[str, float], slack: float = 1.0) -> None:
+    assert inner is not None
+    assert inner["x"] >= outer["x"] - slack and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack, (
+        inner,
+        outer,
+    )
+
+
+# the left edge of the text of a cell and the right edge, as drawn (not the cell's box)
+TEXT_EDGES = """cell => { const r = document.createRange(); r.selectNodeContents(cell);
+  const b = r.getBoundingClientRect(); return [b.left, b.right]; }"""
+
+
+def models_layout(page: Any) -> None:
+    """The Models tab: the schema report, scrolled down and sideways, keeps its provider header on
+    top and every shown row's tool name in view; the context cost's headers stand over their columns
+    (numbers right, words left)."""
+    page.set_viewport_size({"width": 1000, "height": 1000})  # a narrower notebook: the report is wider than its view
+    tab(page, "Models")
+    wait_text(page, ".wb-models-schemas", "Schema report of demo/datasets", timeout=120_000)
+    wait_text(page, ".wb-models-cost", "dynamic", timeout=120_000)
+    view = page.locator(".wb-models-schemas").first
+    sizes = view.evaluate("v => [v.scrollHeight - v.clientHeight, v.scrollWidth - v.clientWidth]")
+    assert sizes[0] > 100 and sizes[1] > 20, sizes  # it scrolls both ways
+    for down in (0.3, 0.5, 0.8):
+        view.evaluate(
+            f"v => {{ v.scrollTop = (v.scrollHeight - v.clientHeight) * {down}; v.scrollLeft = v.scrollWidth; }}"
+        )
+        edges = view.evaluate(
+            """v => { const box = v.getBoundingClientRect(); const b = v.clientTop;
+            const head = v.querySelector('thead th').getBoundingClientRect();
+            const rows = [...v.querySelectorAll('tbody tr')].map(r => [r.getBoundingClientRect(),
+              r.cells[0].querySelector('code').getBoundingClientRect()]);
+            const shown = rows.filter(([r, c]) => r.bottom > head.bottom + c.height + 8 && r.top < box.bottom);
+            return {top: box.top + b, left: box.left + v.clientLeft, bottom: box.top + b + v.clientHeight,
+              head: [head.top, head.bottom],
+              names: shown.map(([r, c]) => [c.left, c.top, c.bottom])}; }"""
+        )
+        assert abs(edges["head"][0] - edges["top"]) <= 1, edges  # the provider header row stays on top
+        assert edges["names"], edges
+        for left, top, bottom in edges["names"]:  # each shown row's name: at the left, under the header
+            assert abs(left - edges["left"]) <= 12 and top >= edges["head"][1] - 1 and bottom <= edges["bottom"] + 1, (
+                left,
+                top,
+                bottom,
+                edges,
+            )
+    page.locator(".wb-explorer").screenshot(path=str(ARTIFACTS / "explorer-models-layout.png"))
+    # the context cost: each header's text lines up with its column's
+    cost = page.locator(".wb-models-cost table").first
+    heads = cost.locator("thead th")
+    cells = cost.locator("tbody tr").first.locator("td")
+    for i in range(heads.count()):
+        head, cell = heads.nth(i).evaluate(TEXT_EDGES), cells.nth(i).evaluate(TEXT_EDGES)
+        numeric = i in (1, 2, 3)
+        edge = 1 if numeric else 0  # right edges for the numbers, left edges for the words
+        assert abs(head[edge] - cell[edge]) <= 2, (i, head, cell)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def skills_layout(page: Any) -> None:
+    """The Skills tab: the list of skills stays within its pane."""
+    choose(page, ".wb-server-select select", "● docs")
+    tab(page, "Skills")
+    choose(page, ".wb-skill-select select", "csv-cleaning")
+    wait_text(page, ".wb-skill-result", "digests checked")
+    pane = box_of(page, ".wb-skills")
+    for selector in (".wb-skill-select select", ".wb-skill-hint", ".wb-skill-info", ".wb-skill-result"):
+        expect_inside(box_of(page, selector), pane)
+    page.locator(".wb-explorer").screenshot(path=str(ARTIFACTS / "explorer-skills-layout.png"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -92,5 +91,27 @@ def test_the_exported_notebook_runs_from_the_cassette(
     assert "$not_a_variable" in plain[1]
     images = [o for c in results for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) == 1
-    tables = [json.dumps(o["data"].get("application/json")) for c in results[-1:] for o in c.outputs]
+    tables = [str(o["data"].get("text/html")) for c in results[-1:] for o in c.outputs]
     assert "row1" in tables[0]
+
+
+def test_a_cassette_path_with_a_space_or_a_hash_replays_from_the_exported_line(
+    make_workbench: Callable[..., Workbench], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exported replay line quotes its path: a space would split it, a leading `#` start a comment."""
+    wb = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    with wb.record(tmp_path / "#my cassettes" / "session.json"):
+        wb.call("t/s/echo", {"text": "hi"})
+    path = Path(wb.export_notebook(tmp_path / "session.ipynb"))
+    sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    assert sources[1] == "%workbench replay '#my cassettes/session.json'"
+    monkeypatch.chdir(tmp_path)
+    replayer = make_workbench({"toolboxes": {"t": toolbox({"s": stdio_server()})}})
+    monkeypatch.setattr(Workbench, "_shared", replayer)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench_magic")
+    try:
+        shell.run_line_magic("workbench", sources[1].removeprefix("%workbench "))
+    finally:
+        shell.run_line_magic("unload_ext", "workbench_magic")
+    assert replayer.call("t/s/echo", {"text": "hi"}).replayed

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, children, stdio_server, toolbox, wait_until
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, UsageError, Workbench
@@ -440,3 +442,172 @@ def test_workbench_open_lazy_and_eager(make_workbench, monkeypatch: pytest.Monke
         assert wb.status()["t"]["s"].status == "connected"
     finally:
         shell.run_line_magic("unload_ext", "workbench_magic")
+
+
+# ---- `#` starts a comment outside quotes (issue 53) ----------------------------------------------
+@pytest.mark.parametrize(
+    ("cell", "check"),
+    [
+        ("%workbench open t   # the explorer: browse, fill a form, call", lambda r: r.name == "t"),
+        ("%workbench   # what is open", lambda r: "t [open]" in repr(r)),
+        ("%workbench help describe  # what's this?", lambda r: repr(r).startswith("%workbench describe")),
+        ("%workbench tools t/s # no closing quote's fine", lambda r: "t/s/echo" in repr(r)),
+        ("%workbench tools --search nested # `search` words", lambda r: [t.name for t in r] == ["nested"]),
+        ("%workbench describe t/s/echo #tight", lambda r: "t/s/echo" in repr(r)),
+        ("%workbench history #", lambda r: isinstance(r, History)),
+        ("%use_tool t/s/echo text=hi   # says hi", lambda r: r.text == "hi"),
+        ("%use_tool t/s/add a=2 b=40 # a + b = 42", lambda r: r.data == {"sum": 42}),
+        ('%use_tool t/s/echo text="a # b"  # the first # is text', lambda r: r.text == "a # b"),
+        ("%use_tool t/s/echo 'text=a # b'", lambda r: r.text == "a # b"),
+        ('%use_tool t/s/echo text="it\'s" # "quoted"', lambda r: r.text == "it's"),
+        ("%use_tool t/s/echo text=a\\ #b", lambda r: r.text == "a #b"),  # an escaped space: # is mid-word
+        ("%use_tool t/s/echo text=\\#b # comment", lambda r: r.text == "#b"),
+        ("%use_tool t/s/echo text=a#b", lambda r: r.text == "a#b"),  # mid-word, as in a shell
+        ("%use_tool t/s/echo text=http://x/#top  # a URL's fragment", lambda r: r.text == "http://x/#top"),
+        ("%%use_tool t/s/echo   # first line of a cell magic\ntext: hello # YAML's own comment", None),
+        ("%%use_tool t/s/echo -o saved # keep it\ntext: kept", lambda r: r.text == "kept"),
+        ('%%use_tool t/s/echo\ntext: "# in the body is YAML\'s"', lambda r: r.text == "# in the body is YAML's"),
+        ("r = %use_tool t/s/add a=1 b=1  # assigned", lambda r: r is None),
+    ],
+)
+def test_a_hash_outside_quotes_starts_a_comment(ip: InteractiveShell, cell: str, check: Any) -> None:
+    run(ip, "%workbench open t")
+    result = run(ip, cell)
+    if check is None:
+        assert result.text == "hello"
+    else:
+        assert check(result), result
+    if cell.startswith("%%use_tool t/s/echo -o"):
+        assert ip.user_ns["saved"].text == "kept"
+    if cell.startswith("r ="):
+        assert ip.user_ns["r"].data == {"sum": 2}
+
+
+def test_a_comment_after_chat_and_trace_lines(ip: InteractiveShell) -> None:
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    async def stream(messages: list[Any], info: AgentInfo) -> Any:
+        yield "hello back"
+
+    ip.user_ns["m"] = FunctionModel(stream_function=stream)
+    run(ip, "%workbench open t")
+    turn = run(ip, "%%chat t --model $m   # a scripted model, no key\nhello")
+    assert turn.text == "hello back"
+    assert run(ip, "%chat reset  # start over") is None
+    assert "Tracing t/s" in str(
+        run(ip, "%workbench trace on t/s   # record from now on (a new `on` replaces the last)")
+    )
+    assert not run(ip, "%workbench trace off                # stop").recording
+    assert not run(ip, "%workbench trace                    # show the session's trace").recording
+
+
+def test_a_comment_hides_nothing_that_is_quoted(ip: InteractiveShell, capsys) -> None:
+    run(ip, "%workbench open t")
+    # an unclosed quote is still an error, a # in it notwithstanding
+    seen = error_of(ip, "%use_tool t/s/echo 'text=a # b", capsys)
+    assert seen == "UsageError: Cannot parse the magic's arguments: No closing quotation", seen
+    # a comment ends the arguments: what follows it is not one
+    seen = error_of(ip, "%workbench open # t", capsys)
+    assert seen.startswith("UsageError: %workbench open: the following arguments are required: toolboxes."), seen
+    # no completion inside a comment
+    from IPython.core.completer import provisionalcompleter
+
+    def complete(text: str) -> list[str]:
+        with provisionalcompleter():
+            return [c.text for c in ip.Completer.completions(text, len(text))]
+
+    assert "demo2" in complete("%workbench open t ")
+    assert "demo2" not in complete("%workbench open t # ")
+    assert complete("%%use_tool t/s/add  # two numbers\nb: 1\n") == ["a: ", "b: "]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(words=st.lists(st.text(alphabet=st.characters(exclude_categories=["Cs", "Cc"]), min_size=1)), comment=st.text())
+def test_quoted_words_and_a_comment_split_back_into_the_words(words: list[str], comment: str) -> None:
+    import shlex
+
+    from workbench_magic.notebook.subcommands import split_line
+
+    line = " ".join(shlex.quote(w) for w in words)
+    assert split_line(line) == words
+    assert split_line(f"{line}  #{comment}".strip()) == words
+
+
+DOC_PAGES = ("README.md", "docs/how-to/explorer.md", "docs/how-to/traces.md", "docs/how-to/record-replay-export.md")
+
+
+def commented_magic_lines(page: str) -> list[str]:
+    """The magic lines with a trailing comment in the Python blocks of a page, in order."""
+    lines: list[str] = []
+    block = False
+    for line in (ROOT / page).read_text().splitlines():
+        if line.startswith("```"):
+            block = line.strip() in ("```python", "```ipython")
+            continue
+        if block and line.startswith("%") and " #" in line:
+            lines.append(line)
+    return lines
+
+
+@pytest.fixture
+def demo_ip(make_workbench, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    """The magics over the demo toolbox (its servers in-process)."""
+    demo = {name: {"python": f"workbench_magic.demo:{name}_server"} for name in ("datasets", "notes")}
+    yield from shell_of(make_workbench({"toolboxes": {"demo": toolbox(demo)}}), monkeypatch)
+
+
+def test_the_documented_lines_with_comments_run(
+    demo_ip: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    documented = {page: commented_magic_lines(page) for page in DOC_PAGES}
+    assert all(documented.values()), documented  # each page still shows the form
+    monkeypatch.chdir(tmp_path)
+    run(demo_ip, "%workbench record cassettes/session.json")  # what the replay line replays
+    run(demo_ip, "%%use_tool demo/datasets/describe_dataset\nname: sales")
+    run(demo_ip, "%workbench record stop")
+    for page, lines in documented.items():
+        for line in lines:
+            result = demo_ip.run_cell(line)
+            assert result.success, (page, line, result.error_in_exec or result.error_before_exec)
+    assert Workbench.shared().replays
+    assert run(demo_ip, "%use_tool demo/datasets/describe_dataset name=sales").replayed
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "cases:\n  - prompt: a\n    expect_text: [b\n",
+            "line 4 column 1: expected ',' or ']', but got '<stream end>'",
+        ),
+        (
+            "cases:\n  - prompt: a\n   bad: x\n",
+            "line 3 column 4: expected <block end>, but found '<block mapping start>'",
+        ),
+        ('cases:\n  - prompt: "a\n', "line 3 column 1: found unexpected end of stream"),
+        ("cases:\n  - {prompt: a, on: 2024-02-30}\n", "day is out of range for month"),
+    ],
+)
+def test_yaml_errors_of_evaluate_read_as_those_of_use_tool(
+    ip: InteractiveShell, capsys, tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "cases.yaml"
+    path.write_text(text)
+    seen = error_of(ip, f"%workbench evaluate {path}", capsys)
+    where = ", " if problem.startswith("line") else ": "
+    assert seen == f"UsageError: Invalid YAML in {path}{where}{problem}", seen
+    body = error_of(ip, f"%%use_tool t/s/echo\n{text}", capsys)  # the same words, the same problem
+    assert body == f"UsageError: Invalid YAML in the %%use_tool body{where}{problem}", body
+
+
+def test_rst_literals_of_descriptions_show_as_code(demo_ip: InteractiveShell) -> None:
+    run(demo_ip, "%workbench open demo")
+    tools = run(demo_ip, "%workbench tools demo/datasets")
+    assert "filter with `where`, sort with `order_by`" in repr(tools) and "``" not in repr(tools)
+    assert "filter with <code>where</code>, sort with <code>order_by</code>" in tools._repr_html_()
+    described = run(demo_ip, "%workbench describe demo/datasets/query")
+    text = described.text()
+    assert "Select rows of a dataset: filter with `where`, sort with `order_by`, keep `columns`." in text
+    assert "``" not in text.split("input schema:")[0]
+    html = described._repr_html_()
+    assert "keep <code>columns</code>." in html and "``" not in html.split("input schema")[0]

@@ -111,14 +111,19 @@ def test_without_a_model_one_line_says_how_to_set_one(ip: InteractiveShell, caps
     seen = error_of(ip, "%%chat\nhello", capsys)
     assert seen.splitlines() == [
         'UsageError: No model is set: set one with wb.chat_model = "openai:gpt-4o" or $WORKBENCH_MODEL '
-        "(or pass model=...)"
+        '(or pass model=...); offline, with no key: "test" (pydantic-ai\'s TestModel, which calls every tool '
+        "once, then answers with what they returned), a scripted pydantic-ai FunctionModel, or a cassette that "
+        "recorded a chat (wb.replay(path))"
     ]
 
 
 def test_mistakes_in_the_magic_are_one_line(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
     ip.user_ns["m"] = Script().model()
     assert error_of(ip, "%chat hello", capsys).startswith("UsageError: %chat takes 'reset'. Usage: %%chat [TOOLBOX]")
-    assert error_of(ip, "%%chat demo --model $m\n  \n", capsys).startswith("UsageError: %%chat needs a prompt")
+    # the one rule of wb.chat: a prompt is non-empty text
+    assert error_of(ip, "%%chat demo --model $m\n  \n", capsys) == (
+        f"UsageError: %%chat needs a prompt: non-empty text, not ''. {notebook_chat.CHAT_HINT}"
+    )
     assert error_of(ip, "%%chat demo --model $nothing\nhi", capsys) == (
         "UsageError: Unknown variable $nothing: define nothing in the notebook first"
     )
@@ -204,3 +209,18 @@ def test_a_model_failure_is_one_line(ip: InteractiveShell, capsys: pytest.Captur
     assert error_of(ip, "%%chat --model $b\nhello", capsys).splitlines() == [
         "ModelError: Model 'function:broken' failed: the provider is down"
     ]
+
+
+def test_a_later_chat_cell_goes_on_with_the_conversations_model(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = Script(["One."], ["Two."]), Script(["Three."], ["Four."])
+    ip.user_ns.update(m=first.model(), n=second.model())
+    run(ip, "%workbench open demo")
+    run(ip, "%%chat demo --model $m\none")
+    assert run(ip, "%%chat\ntwo").text == "Two."  # no --model: the conversation's, not "No model is set"
+    assert first.prompts(1) == ["one", "two"]
+    assert run(ip, "%%chat --model $n\nthree").text == "Three."  # --model wins, and is kept
+    assert run(ip, "%%chat\nfour").text == "Four."
+    run(ip, "%chat reset")  # forgets the model too
+    assert error_of(ip, "%%chat\nfive", capsys).startswith("UsageError: No model is set")

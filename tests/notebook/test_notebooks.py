@@ -10,6 +10,7 @@ documentation site shows those outputs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -19,8 +20,10 @@ from pathlib import Path
 import nbformat
 import pytest
 from binder_environment import KERNEL, Binder, binder, relocate, shared_folder
-from conftest import ROOT, ZYGOTES, start_zygote, stop_zygote
+from conftest import ROOT, ZYGOTES, kernel_manager, start_zygote, stop_zygote
+from nbclient import NotebookClient
 from nbconvert import HTMLExporter
+from nbformat import NotebookNode
 from notebook_runner import errors, execute, keep, notebooks
 
 NOTEBOOKS = notebooks()
@@ -54,7 +57,7 @@ SHOWN = {
         "demo/datasets/aggregate",
         "demo/datasets/plot",
         "gpt-4o-mini-2024-07-18: 2 requests",
-        "refused by you",
+        "Nobody answered (no input)",  # run by nbclient, nobody can answer: no answer counts as no
         "demo__datasets__chart",
         "calling demo__datasets__list_datasets",
         "gpt-4o-mini-2024-07-18 wrote:",
@@ -82,6 +85,62 @@ SHOWN = {
 
 def test_there_are_notebooks() -> None:
     assert NOTEBOOKS
+
+
+# ---- the quickstart's explorer after "Run All" ---------------------------------------------------
+# The explorer is the quickstart's main feature: after Run All it is still on screen. A last cell
+# that closed its toolbox closed it too, and JupyterLab showed a blank output ("widget model not
+# found" in the console): closing is the reader's step, when done, not the notebook's (issue 53).
+
+#: A line of code that closes toolboxes (and so the explorers that show them).
+CLOSES = re.compile(r"^\s*(%workbench\s+close\b|%unload_ext\s+workbench_magic\b|.*\.close(_all)?\()")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: Run after the quickstart's cells: what the kernel still has. ipywidgets 8 keeps its live widgets
+#: in `_instances` (`Widget.widgets`, deprecated, is the same dict); a closed widget leaves it.
+PROBE = """\
+import json
+from ipywidgets.widgets.widget import _instances
+from workbench_magic import Workbench
+
+print(json.dumps({"open": Workbench.shared().is_open("demo"), "models": sorted(_instances)}))
+"""
+
+
+def quickstart_open_cell(nb: NotebookNode) -> int:
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "%workbench open demo" in c.source)
+
+
+def test_no_cell_of_the_quickstart_closes_its_toolbox() -> None:
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    later = [c for c in nb.cells[quickstart_open_cell(nb) :] if c.cell_type == "code"]
+    closing = [line for c in later for line in c.source.splitlines() if CLOSES.match(line)]
+    assert closing == [], "the quickstart leaves its toolbox open (closing is a commented-out last step)"
+
+
+@pytest.mark.timeout(600)
+def test_after_run_all_the_quickstarts_explorer_is_alive(tmp_path: Path) -> None:
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    client = NotebookClient(
+        nb,
+        km=kernel_manager(),
+        timeout=180,
+        startup_timeout=300,  # a loaded machine
+        store_widget_state=False,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    assert errors(nb) == []
+    shown = [
+        o["data"][WIDGET_VIEW]["model_id"]
+        for o in nb.cells[quickstart_open_cell(nb)].outputs
+        if WIDGET_VIEW in o.get("data", {})
+    ]
+    assert len(shown) == 1, "the open cell shows the explorer"
+    (probe,) = [o for o in nb.cells[-1].outputs if o.output_type == "stream" and o.name == "stdout"]
+    alive = json.loads(probe.text)
+    assert alive["open"], "the toolbox the explorer shows is open after Run All"
+    assert shown[0] in alive["models"], "the explorer's widget model is alive after Run All"
 
 
 def test_notebooks_name_the_kernel_ipykernel_installs() -> None:

@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -18,6 +18,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from workbench_magic import ConnectError, Workbench
 from workbench_magic.serve.http import TOKEN_ENV
 from workbench_magic.vocabulary.errors import leaf_exception
 
@@ -149,3 +150,24 @@ def test_non_loopback_bind_with_a_token_starts_and_warns(config: Path) -> None:
         assert proc.stderr is not None
         first_lines = [proc.stderr.readline() for _ in range(2)]
     assert any("reachable from other machines" in line for line in first_lines), first_lines
+
+
+def test_a_workbench_with_the_wrong_token_is_told_the_401(
+    served: tuple[int, subprocess.Popen[str]], make_workbench: Callable[..., Workbench]
+) -> None:
+    """Issue 53: a wrong token read `Server returned an error response` (the SDK's words for any
+    HTTP error status but 404): the reason names the status and what to check."""
+    port, _ = served
+    url = f"http://127.0.0.1:{port}/mcp"
+    wrong, right = (
+        {"s": {"url": url, "headers": {"Authorization": f"Bearer {token}"}}} for token in ("not-the-token", TOKEN)
+    )
+    wb = make_workbench({"toolboxes": {"t": toolbox(wrong), "ok": toolbox(right)}})
+    reason = "HTTP 401 Unauthorized (check the server's token/headers)"
+    with pytest.raises(ConnectError) as info:
+        wb.open("t")
+    assert str(info.value) == f"Failed to open toolbox 't': no server connected (server 's': {reason})"
+    assert wb.status()["t"]["s"].error == f"Failed to connect to server 's' in toolbox 't': {reason}"
+    assert "not-the-token" not in str(info.value)
+    wb.call("ok/s/open_toolbox", {"toolbox": "prod"})  # the right token
+    assert wb.call("ok/s/use_tool", {"tool": {"toolbox": "prod", "server": "s", "name": "whoami"}}).text == "in-prod"

@@ -509,3 +509,22 @@ def test_use_tool_of_a_task_required_tool_waits_downstream_and_forwards_its_stat
     finally:
         server.close()
         wb.close_all()
+
+
+def test_http_serve_on_a_port_in_use_says_so_in_one_line_and_ends(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [*python_command("-m", "workbench_magic", "serve"), "--transport", "http", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            cwd=tmp_path,
+        )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines() == [f"error: port {port} on 127.0.0.1 is in use"]  # nothing started: no logs

@@ -21,6 +21,9 @@ Tools (``--start ok``):
 * ``garbage(lines)``: writes ``lines`` non-JSON lines to stdout (the protocol stream), then
   answers ``"ok"``
 * ``big(megabytes)``: a text result of ``megabytes`` MB (``"x" * n``)
+* ``numbered(megabytes)``: a text result of about ``megabytes`` MB of numbered lines, each with a
+  two-byte character (``numbered_text``: a piece lost, doubled or swapped, or a character cut at a
+  read's edge, shows)
 * ``boom(message)``: an ``is_error`` result carrying ``message``
 * ``slow_progress(steps, delay)``: one progress notification every ``delay`` seconds
 """
@@ -78,6 +81,17 @@ def big(megabytes: Annotated[float, Field(ge=0, le=100)] = 10) -> str:
     return "x" * int(megabytes * 1024 * 1024)
 
 
+def numbered_text(megabytes: float) -> str:
+    """Lines ``0000000 é abcdefghij...`` (61 characters each), about ``megabytes`` MB of characters."""
+    tail = " é " + "abcdefghij" * 5 + "\n"
+    return "".join(f"{i:07d}{tail}" for i in range(int(megabytes * 1024 * 1024) // 61))
+
+
+def numbered(megabytes: Annotated[float, Field(ge=0, le=100)] = 10) -> str:
+    """A text result of about ``megabytes`` MB of numbered lines (``numbered_text``)."""
+    return numbered_text(megabytes)
+
+
 def boom(message: str = "boom") -> str:
     """Fail with ``message`` (an ``is_error`` result)."""
     raise ToolError(message)
@@ -97,7 +111,7 @@ async def slow_progress(
 
 def build_server() -> MCPServer:
     server = MCPServer("faultserver", log_level="WARNING")
-    for fn in (ping, crash, hang, garbage, big, boom, slow_progress):
+    for fn in (ping, crash, hang, garbage, big, numbered, boom, slow_progress):
         server.add_tool(fn)
     return server
 

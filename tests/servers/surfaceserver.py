@@ -13,8 +13,10 @@ Run it as ``python tests/servers/surfaceserver.py`` (stdio). Environment:
 Tools: ``greet(name)`` -> ``{"greeting": "Hello, NAME!"}``; ``scale(factor, unit)``;
 ``stats(values)`` -> ``{"count", "total", "mean"}``; ``stamp()`` -> ``{"value": 42, "at": TIME}``
 (``at`` differs on every call); ``ticket()`` -> ``{"id": NEW_ID, "status": "open"}`` as JSON text, no
-structured content (``id`` differs on every call); ``shout(text)``: text only, no structured
-content; ``fail()``: a tool error. Resource ``surface://readme``; prompt ``review(code)``.
+structured content (``id`` differs on every call); ``receipt()``: such JSON text from a tool
+annotated ``-> str``, so the SDK sends it as structured content ``{"result": TEXT}`` too;
+``shout(text)``: text only, no structured content; ``fail()``: a tool error. Resource
+``surface://readme``; prompt ``review(code)``.
 """
 
 from __future__ import annotations
@@ -116,6 +118,12 @@ def stamp() -> dict[str, Any]:
 def ticket() -> str:
     """Open a ticket: its new id and status, as JSON text (the id differs on every call)."""
     return json.dumps({"id": uuid.uuid4().hex, "status": "open"})
+
+
+@mcp.tool()
+def receipt() -> str:
+    """A receipt: its new id and status, as JSON text (the id differs on every call)."""
+    return json.dumps({"id": uuid.uuid4().hex, "status": "paid"})
 
 
 @mcp.tool()

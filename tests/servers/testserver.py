@@ -4,6 +4,7 @@ Usage::
 
     python tests/servers/testserver.py [--transport stdio|http|sse] [--port N]
                                        [--host 127.0.0.1] [--name NAME] [--many N] [--slow]
+                                       [--slow-discover SECONDS]
 
 Over stdio nothing but the protocol is written to stdout; diagnostics go to stderr. Over
 ``http`` the MCP endpoint is ``http://HOST:PORT/mcp``; over ``sse`` it is
@@ -33,7 +34,9 @@ Tools:
 * with ``--many N``: ``tool_0000`` .. ``tool_{N-1}``, each ``(x: int = 0) -> x + i``
 
 Resource ``test://hello`` (text "hello"); prompt ``greet(name)``. With ``--slow``, for timeouts:
-the resource ``slow://wait`` and the prompt ``slow_prompt``, which take 30 s to answer.
+the resource ``slow://wait`` and the prompt ``slow_prompt``, which take 30 s to answer. With
+``--slow-discover SECONDS`` the server starts slowly: it answers no ``server/discover`` until
+``SECONDS`` after it started (the handshake era's ``initialize`` is not held).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.server.models import InitializationOptions
+from mcp_types import DiscoverResult, RequestParams
 from pydantic import BaseModel, Field
 
 CANCELLED: list[float] = []
@@ -445,6 +449,18 @@ def _advertise_tools_list_changed(server: MCPServer) -> None:
     lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
 
 
+def _slow_discover(server: MCPServer, ready_at: float) -> None:
+    """Answer `server/discover` only from `ready_at` (a `time.monotonic()`) on: a slow start."""
+    lowlevel = server._lowlevel_server
+    answer = lowlevel._handle_discover
+
+    async def discover(ctx: Any, params: RequestParams) -> DiscoverResult:
+        await anyio.sleep(ready_at - time.monotonic())
+        return await answer(ctx, params)
+
+    lowlevel.add_request_handler("server/discover", RequestParams, discover)
+
+
 def wait_at_barrier(path: Path, count: int, limit: float = 20.0) -> None:
     """Block start-up until `count` servers have reached the barrier (proves they started together)."""
     with path.open("a") as f:
@@ -475,10 +491,16 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("FILE", "N"),
         help="before serving, append this pid to FILE and wait until FILE lists N pids (max 20 s)",
     )
+    parser.add_argument(
+        "--slow-discover", type=float, default=0.0, metavar="SECONDS", help="answer no server/discover until then"
+    )
     args = parser.parse_args(argv)
+    started = time.monotonic()
     if args.barrier:
         wait_at_barrier(Path(args.barrier[0]), int(args.barrier[1]))
     server = build_server(args.name, args.many, slow_answers=args.slow)
+    if args.slow_discover:
+        _slow_discover(server, started + args.slow_discover)
     serve(server, args.transport, host=args.host, port=args.port, legacy=args.legacy)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import datetime
 import enum
+import math
 import pathlib
 import subprocess
 import sys
@@ -16,9 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench_magic.vocabulary.arguments import call_arguments, row_arguments
+from workbench_magic.vocabulary.arguments import call_arguments, given_arguments, refuse_missing, row_arguments
 from workbench_magic.vocabulary.errors import ArgumentError, UsageError
 from workbench_magic.vocabulary.identifiers import ToolIdentifier
+from workbench_magic.vocabulary.listings import ToolInfo
 
 TOOL = ToolIdentifier(toolbox="t", server="s", name="echo")
 PREFIX = "Invalid arguments for tool 'echo' in server 's' (toolbox 't'): "
@@ -51,16 +53,13 @@ def test_numpy_and_pandas_values_become_plain_json_values() -> None:
             "yes": np.bool_(True),
             "s": np.str_("x"),
             "when": pd.Timestamp("2024-05-01T12:00:00"),
-            "na": pd.NA,
-            "nat": pd.NaT,
             "moment": np.datetime64("2024-05-01T12:00:00.000000000"),
-            "never": np.datetime64("NaT"),
             "days": np.array(["2024-01-01", "NaT"], dtype="datetime64[D]"),
             "zero_d": np.array(7),
             "matrix": np.array([[1, 2], [3, 4]]),
             "series": pd.Series([1.5, 2.5]),
             "frame": pd.DataFrame({"a": [1, 2]}),
-            "nested": {"ok": np.bool_(False), "pair": (np.int32(1), "a")},
+            "nested": {"ok": np.bool_(False), "pair": (np.int32(1), "a"), "na": pd.NA, "nat": pd.NaT},
         },
         TOOL,
     )
@@ -71,16 +70,13 @@ def test_numpy_and_pandas_values_become_plain_json_values() -> None:
         "yes": True,
         "s": "x",
         "when": "2024-05-01T12:00:00",
-        "na": None,
-        "nat": None,
         "moment": "2024-05-01T12:00:00.000000000",
-        "never": None,
         "days": ["2024-01-01", None],
         "zero_d": 7,
         "matrix": [[1, 2], [3, 4]],
         "series": [1.5, 2.5],
         "frame": [{"a": 1}, {"a": 2}],
-        "nested": {"ok": False, "pair": [1, "a"]},
+        "nested": {"ok": False, "pair": [1, "a"], "na": None, "nat": None},
     }
     assert [type(sent[k]) for k in ("i", "f", "f32", "yes", "s", "zero_d")] == [int, float, float, bool, str, int]
     assert type(sent["nested"]["ok"]) is bool and type(sent["nested"]["pair"][0]) is int
@@ -147,8 +143,8 @@ def test_plain_values_are_not_copied_but_the_top_mapping_is() -> None:
         ({"wait": np.timedelta64(1, "s")}, "argument 'wait': a value of type 'timedelta64' has no JSON form"),
         ({"options": {1: "one"}}, "argument 'options': key 1 is not a string"),
         ({1: "one"}, "key 1 is not a string"),
-        ({"a": float("nan")}, "argument 'a': NaN has no JSON form"),
-        ({"a": np.float64("nan")}, "argument 'a': NaN has no JSON form"),
+        ({"a": [float("nan")]}, "argument 'a[0]': NaN has no JSON form"),
+        ({"a": {"b": np.float64("nan")}}, "argument 'a.b': NaN has no JSON form"),
         ({"a": float("inf")}, "argument 'a': infinity has no JSON form"),
         ({"a": np.float32("-inf")}, "argument 'a': -infinity has no JSON form"),
         ({"rows": [{}, {}, {"x": {1, 2}}]}, "argument 'rows[2].x': a value of type 'set' has no JSON form"),
@@ -208,9 +204,53 @@ def test_map_rows_are_lenient() -> None:
     row = row_arguments(
         {"missing": float("nan"), "tags": {"a"}, 1: "one", "o": unknown, "s": "x\ud800", "i": np.int8(1)}
     )
-    assert row == {"missing": None, "tags": ["a"], "1": "one", "o": unknown, "s": "x\ud800", "i": 1}
+    assert math.isnan(row.pop("missing"))  # for its call to leave out, or refuse
+    assert row == {"tags": ["a"], "1": "one", "o": unknown, "s": "x\ud800", "i": 1}
     # what stays is refused by the row's call
     assert refused(row).startswith("argument 'o': a value of type 'object'")
+
+
+def test_a_missing_value_leaves_its_argument_out() -> None:
+    """NaN, NA and NaT as an argument's own value (a DataFrame's empty cell) are left out, and named
+    with the word for each; None is a value (JSON null); deeper in a value NaN has no JSON form."""
+    sent, missing = given_arguments(
+        {
+            "n": 1,
+            "nan": float("nan"),
+            "np_nan": np.float32("nan"),
+            "na": pd.NA,
+            "nat": pd.NaT,
+            "never": np.datetime64("NaT"),
+            "idle": np.timedelta64("NaT"),
+            "none": None,
+            "zero": np.float64(0.0),
+        },
+        TOOL,
+    )
+    assert sent == {"n": 1, "none": None, "zero": 0.0}
+    assert missing == {"nan": "NaN", "np_nan": "NaN", "na": "NA", "nat": "NaT", "never": "NaT", "idle": "NaT"}
+    assert call_arguments({"a": float("nan"), "b": 2}, TOOL) == {"b": 2}
+    assert given_arguments({"a": 1, "b": "x"}, TOOL) == ({"a": 1, "b": "x"}, {})
+
+
+def test_a_required_argument_whose_value_is_missing_is_refused() -> None:
+    schema = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "b"]}
+    tool = ToolInfo("t", "s", "echo", input_schema=schema)
+    refuse_missing(tool, {"c": "NaN"})  # optional: left out, nothing to say
+    with pytest.raises(ArgumentError) as one:
+        refuse_missing(tool, {"a": "NA", "c": "NaN"})
+    assert str(one.value) == PREFIX + "argument 'a' is required, and its value is missing (NA)"
+    assert one.value.__context__ is None
+    with pytest.raises(ArgumentError) as both:
+        refuse_missing(tool, {"b": "NaN", "a": "NaN"})
+    assert str(both.value) == PREFIX + "arguments 'b', 'a' are required, and their values are missing (NaN)"
+
+
+def test_a_dataframe_row_keeps_its_empty_cells_as_nan() -> None:
+    row = row_arguments({"a": None, "b": pd.NA, "c": pd.NaT, "d": 1, "e": [None]}, frame=True)
+    assert [name for name, value in row.items() if isinstance(value, float) and math.isnan(value)] == ["a", "b", "c"]
+    assert row["d"] == 1 and row["e"] == [None]
+    assert row_arguments({"a": None}) == {"a": None}  # a mapping's None is a value
 
 
 def test_plain_arguments_import_neither_numpy_nor_pandas() -> None:

@@ -89,6 +89,6 @@ def test_reprs_are_readable_everywhere() -> None:
     html = r._repr_html_()
     assert "<table>" in html and "&lt;b&gt;" in html and "<b>" not in html.replace("<b>ToolResult", "")
     bundle = r._repr_mimebundle_()
-    assert bundle["application/json"] == [{"k": "<b>"}]
+    assert set(bundle) == {"text/plain", "text/html"}  # no JSON viewer to outrank the table
     err = result(text("bad"), is_error=True)
     assert "[error," in repr(err) and "#b00020" in err._repr_html_()

@@ -7,18 +7,25 @@ without a terminal) the request is declined and one line says so.
 The asker is chosen by whoever makes the call: a waiting call asks with `input()`
 (`waiting_channel`); an awaited one (`acall`) with the asker registered from above
 (`set_awaited_asker`: in a kernel, the notebook's widget form), `input()` until one is.
+
+The workbench's own question, whether a tool marked destructive may run (`wb.chat`, and the
+toolsets for agent frameworks), is `ask_to_run` (or `ask_to_run_now` from sync code): one yes/no
+field; its `RunAnswer` tells refused from unanswered (nobody could type an answer).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from workbench_magic.engine.clientside import Asker
-    from workbench_magic.engine.runtime import QueueChannel
+    from workbench_magic.engine.runtime import Channel, QueueChannel
 
 logger = logging.getLogger("workbench_magic")
 
@@ -140,12 +147,13 @@ class TerminalAsker:
 
     def form(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self._form(server, message, schema)
+            return self.answered_form(server, message, schema)
         except NoWayToAsk as exc:
             logger.warning("%s asked for input and nobody can answer here (%s): declined", server, exc)
             return _DECLINE
 
-    def _form(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    def answered_form(self, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """`form`, raising `NoWayToAsk` where nobody can answer (`form` declines then)."""
         properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = set(schema.get("required") or [])
         self._write(f"{server} asks: {message}  (empty answer to a required field declines)")
@@ -193,6 +201,94 @@ class TerminalAsker:
             logger.warning("%s asked to open %s and nobody can answer here (%s): declined", server, url, exc)
             return _DECLINE
         return _DECLINE if text in ("decline", "d", "no", "n") else {"action": "accept"}
+
+
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"run": {"type": "boolean", "title": "Run it"}},
+    "required": ["run"],
+}
+"""The question asked before a destructive tool runs: one yes/no field."""
+
+NO_ANSWER = "nobody answered (no input)"
+"""How a question nobody could answer is told (not as a refusal)."""
+
+
+@dataclass(frozen=True)
+class RunAnswer:
+    """The answer to "may this tool, marked destructive, run?".
+
+    Attributes:
+        allowed: the person said yes.
+        answered: False when nobody could answer (no input): the tool did not run, and nobody refused.
+    """
+
+    allowed: bool
+    answered: bool = True
+
+    def told(self, identifier: object) -> str:
+        """What the model is told when the tool did not run. No answer counts as no (the person's
+        line and the log say nobody answered); the model reads the same either way, as the chats
+        recorded in cassettes read it."""
+        return f"The person did not allow {identifier} to run (the tool is marked destructive), so it did not run."
+
+    def shown(self, identifier: object) -> str:
+        """What the person's line says when the tool did not run: unanswered is not a refusal."""
+        if not self.answered:
+            return (
+                f"{NO_ANSWER.capitalize()} whether {identifier} may run (the tool is marked destructive), "
+                "so it did not run."
+            )
+        return self.told(identifier)
+
+
+def _question(identifier: object, arguments: Mapping[str, Any]) -> str:
+    shown = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+    return f"the model wants to run {identifier} {shown}, a tool marked destructive."
+
+
+def _put(asker: Any, who: str, identifier: object, arguments: Mapping[str, Any]) -> Any:
+    """Ask (on the asker's thread): its answer (or a future of it), or `NoWayToAsk` when nobody can answer."""
+    message = _question(identifier, arguments)
+    strict = getattr(asker, "answered_form", None)  # a TerminalAsker tells "no input" from "no"
+    try:
+        return strict(who, message, CONFIRM_SCHEMA) if callable(strict) else asker.form(who, message, CONFIRM_SCHEMA)
+    except NoWayToAsk as exc:
+        return exc
+
+
+def _verdict(answer: Any, identifier: object) -> RunAnswer:
+    if isinstance(answer, NoWayToAsk):
+        logger.warning("%s whether %s may run (%s): it did not run", NO_ANSWER, identifier, answer)
+        return RunAnswer(allowed=False, answered=False)
+    if not isinstance(answer, dict) or answer.get("action") != "accept":
+        return RunAnswer(allowed=False)
+    content = answer.get("content")
+    return RunAnswer(allowed=isinstance(content, dict) and content.get("run") is True)
+
+
+async def ask_to_run(channel: Channel | None, who: str, identifier: object, arguments: Mapping[str, Any]) -> RunAnswer:
+    """Ask the person, on `channel`'s thread (its `asker`), whether a destructive tool may run.
+
+    Args:
+        channel: the way to the person (None, or no asker: refused, as nobody may be asked).
+        who: who asks (`chat`, `agent`): the question's first word.
+        identifier: the tool.
+        arguments: the arguments the model gave.
+
+    Returns:
+        Allowed, refused, or unanswered (nobody could answer: no input).
+    """
+    asker = getattr(channel, "asker", None)
+    if channel is None or asker is None:
+        return RunAnswer(allowed=False)
+    answer = await asyncio.wrap_future(channel.submit(lambda: _put(asker, who, identifier, arguments)))
+    return _verdict(answer, identifier)
+
+
+def ask_to_run_now(who: str, identifier: object, arguments: Mapping[str, Any]) -> RunAnswer:
+    """`ask_to_run` from sync code, on this thread, with `input()` (as `wb.call` asks a server's questions)."""
+    return _verdict(_put(TerminalAsker(), who, identifier, arguments), identifier)
 
 
 def waiting_channel(server_log: Callable[[str], None] | None = None) -> QueueChannel:

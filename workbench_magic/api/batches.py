@@ -11,24 +11,36 @@ its updates (at most `UPDATES_PER_SECOND`, and the last one) rather than touchin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import math
 import operator
 import os
+import sys
 import time
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sized
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.arguments import row_arguments
-from workbench_magic.vocabulary.batches import SHOWN, Batch, CheckpointBatch
-from workbench_magic.vocabulary.checkpoints import Checkpoint, Finished, RowKey, record_of, row_key
+from workbench_magic.vocabulary.batches import SHOWN, Batch, CheckpointBatch, declared_keys
+from workbench_magic.vocabulary.checkpoints import (
+    Checkpoint,
+    Finished,
+    RowKey,
+    arguments_digest,
+    changed_arguments,
+    record_of,
+    row_key,
+)
 from workbench_magic.vocabulary.errors import ConnectError, NotFoundError, UsageError, WorkbenchError
 
 if TYPE_CHECKING:
     from workbench_magic.engine.runtime import Channel, QueueChannel
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
+    from workbench_magic.vocabulary.listings import ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
 
 CallRow = Callable[[Any, dict[str, Any], float | None, None], Coroutine[Any, Any, "ToolResult"]]
@@ -36,11 +48,13 @@ CallRow = Callable[[Any, dict[str, Any], float | None, None], Coroutine[Any, Any
 RunOnLoop = Callable[[Coroutine[Any, Any, Any], "QueueChannel"], Any]
 """Runs a coroutine on the workbench loop and waits, pumping the channel (`LoopThread.run`)."""
 
-Lookup = Callable[["ToolIdentifier"], Coroutine[Any, Any, Any]]
+Lookup = Callable[["ToolIdentifier"], Coroutine[Any, Any, "ToolInfo"]]
 """Finds the tool on the loop as a call would (opening its toolbox), or raises as a call would."""
 
 UPDATES_PER_SECOND = 20
 """How often at most the loop posts the progress bar's count to the caller's thread."""
+CHANGED_SHOWN = 10
+"""Rows named by the warning that rows kept their old answers although their arguments changed."""
 
 
 def run_batch(
@@ -77,8 +91,7 @@ def run_batch(
     if not arguments:
         return Batch(identifier=ident)
     channel = waiting_channel()
-    if lookup is not None:
-        run(lookup(ident), channel)  # a tool that is not there raises here, before any bar
+    keys = _output_keys(run(lookup(ident), channel)) if lookup is not None else []  # not there: raises, before any bar
     bar = _Bar(str(ident), len(arguments)) if progress else None
     results: list[ToolResult | None] = [None] * len(arguments)
     errors: dict[int, WorkbenchError] = {}
@@ -97,7 +110,7 @@ def run_batch(
             bar.close(tally)
     answered = [result for result in results if result is not None]
     assert len(answered) == len(results)  # every row answered or raised (else the group raised)
-    return Batch(answered, identifier=ident, arguments=arguments, errors=errors, elapsed=elapsed)
+    return Batch(answered, identifier=ident, arguments=arguments, errors=errors, elapsed=elapsed, output_keys=keys)
 
 
 def _run_checkpointed(
@@ -117,11 +130,12 @@ def _run_checkpointed(
     drawn = _drawn(rows)
     store = Checkpoint(checkpoint, str(ident))
     tally = _Tally()
-    source = _Resuming(drawn, key, store.outcomes(), retry_failed, tally)
+    source = _Resuming(drawn, key, store.outcomes(digests=key is not None), retry_failed, tally)
     pending = source.peek()  # the rows already done before the first to call: the bar starts there
     channel = waiting_channel()
+    keys: list[str] = []
     if lookup is not None and pending:
-        run(lookup(ident), channel)  # a tool that is not there raises here, before any bar
+        keys = _output_keys(run(lookup(ident), channel))  # a tool that is not there raises here, before any bar
     total = len(rows) if isinstance(rows, Sized) and not isinstance(rows, Mapping) else None
     bar = _Bar(str(ident), total, initial=tally.done) if progress else None
 
@@ -136,6 +150,9 @@ def _run_checkpointed(
         if bar is not None:
             bar.close(tally)
         store.close()
+    if source.changed:  # their old answers are this batch's: say so
+        message = changed_arguments(store.path, source.changed, source.changed_count)
+        warnings.warn(message, UserWarning, stacklevel=_outside())
     return CheckpointBatch(
         store.path,
         identifier=ident,
@@ -144,7 +161,27 @@ def _run_checkpointed(
         counts=(tally.done - tally.failed, tally.failed - tally.raised, tally.raised),
         failed=tally.first_failed,
         elapsed=elapsed,
+        output_keys=keys,
     )
+
+
+def _output_keys(tool: ToolInfo) -> list[str]:
+    """The data keys a looked-up tool's output schema declares (its batch's data columns)."""
+    return declared_keys(tool.output_schema)
+
+
+def _outside() -> int:
+    """The `stacklevel` that makes a warning name the first frame of its caller's that is not the
+    workbench's (nor the decorators around its entry points): the person's `wb.map` line."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and (
+        frame.f_globals.get("__name__", "").startswith("workbench_magic.") or frame.f_code.co_filename == _CONTEXTLIB
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_CONTEXTLIB = contextlib.__file__
 
 
 def _concurrency(value: Any) -> int:
@@ -164,8 +201,10 @@ _FRAME_CHUNK = 1000
 
 def as_rows(rows: Any) -> list[dict[str, Any]]:
     """The rows of `wb.map` as argument dicts of JSON types: an iterable of mappings, or a DataFrame
-    (one row per line). Numpy values become Python ones, NaN / NA / NaT None, dates ISO text; a
-    value with no JSON form stays, for its row's call to refuse (`row_arguments`)."""
+    (one row per line). Numpy values become Python ones, dates ISO text; an argument whose value is
+    missing (NaN, NA, NaT, a DataFrame's None) is NaN, for its call to leave out or refuse
+    (`refuse_missing`); a value with no JSON form stays, for its row's call to refuse
+    (`row_arguments`)."""
     return [arguments for _, arguments in _drawn(rows)]
 
 
@@ -173,12 +212,10 @@ def _drawn(rows: Any) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
     """Each row and its arguments, made as they are drawn (`as_rows`); rows that are not an iterable
     of mappings or a DataFrame raise here, a row that is not a mapping when it is drawn."""
     if _is_dataframe(rows):
-        records: Iterable[Any] = _frame_records(rows)
-    elif isinstance(rows, Mapping | str | bytes) or not isinstance(rows, Iterable):
+        return _arguments_of(_frame_records(rows), frame=True)
+    if isinstance(rows, Mapping | str | bytes) or not isinstance(rows, Iterable):
         raise UsageError(f"wb.map needs rows: a list of argument mappings or a DataFrame, not a {type(rows).__name__}")
-    else:
-        records = rows
-    return _arguments_of(records)
+    return _arguments_of(rows)
 
 
 def _frame_records(frame: Any) -> Iterator[dict[str, Any]]:
@@ -186,11 +223,11 @@ def _frame_records(frame: Any) -> Iterator[dict[str, Any]]:
         yield from frame.iloc[start : start + _FRAME_CHUNK].to_dict(orient="records")
 
 
-def _arguments_of(records: Iterable[Any]) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
+def _arguments_of(records: Iterable[Any], *, frame: bool = False) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
     for index, row in enumerate(records):
         if not isinstance(row, Mapping):
             raise UsageError(f"wb.map needs a mapping of arguments per row; row {index} is a {type(row).__name__}")
-        yield row, row_arguments(row)
+        yield row, row_arguments(row, frame=frame)
 
 
 def _is_dataframe(value: Any) -> bool:
@@ -236,7 +273,8 @@ class _Resuming:
     row to call, and counts and passes over the rows the checkpoint holds (`tally`).
 
     Holds the keys of the rows in flight, and with a `key`, every key seen (to refuse a key given
-    twice); with none, nothing that grows with the rows."""
+    twice); with none, nothing that grows with the rows. With a `key`, a row the checkpoint holds
+    under its key with other arguments keeps its old answer: the first of them are in `changed`."""
 
     def __init__(
         self,
@@ -259,6 +297,9 @@ class _Resuming:
         """Rows the checkpoint holds at another index, or hidden by a row written later there."""
         self.count = 0
         """Rows drawn so far (all of them, once drawing ended)."""
+        self.changed: list[int] = []
+        """The first rows (`CHANGED_SHOWN`) passed over whose arguments differ from the checkpoint's."""
+        self.changed_count = 0
 
     def peek(self) -> bool:
         """Draw up to the first row to call (kept for the first worker); False when there is none."""
@@ -290,6 +331,10 @@ class _Resuming:
                 self._tally.add(index, done[0] != "ok", done[0] == "raised")
                 if self._finished.latest.get(index) != row_id:
                     self.moved[row_id] = index
+                if self._key is not None and self._finished.digests.get(row_id) != arguments_digest(arguments):
+                    self.changed_count += 1
+                    if len(self.changed) < CHANGED_SHOWN:
+                        self.changed.append(index)
                 continue
             self.keys[index] = row_id
             return index, arguments

@@ -18,8 +18,8 @@ from workbench_magic.api.dask_map import is_dask_frame
 from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
-from workbench_magic.engine.runtime import Call, Channel, LoopChannel
-from workbench_magic.vocabulary.arguments import call_arguments
+from workbench_magic.engine.runtime import Call, Channel, LoopChannel, at_the_caller
+from workbench_magic.vocabulary.arguments import given_arguments, refuse_missing
 from workbench_magic.vocabulary.errors import NotFoundError, UsageError, WorkbenchError, task_not_found
 from workbench_magic.vocabulary.results import ToolResult
 
@@ -47,6 +47,7 @@ class Calling(Facade):
         # The whole `Workbench` is the host: its lookups, reads and events are in its other parts.
         return AppHost(cast("HostWorkbench", self), self._core, self._loop)
 
+    @at_the_caller  # a user error or an interrupt shows the person's frames and the one line
     def call(
         self,
         identifier: Any,
@@ -68,8 +69,9 @@ class Calling(Facade):
             identifier: the tool: `"toolbox/server/tool"`, `"toolbox__server__tool"`, a mapping, a
                 `ToolIdentifier` or a `ToolInfo`.
             arguments: a mapping of the tool's arguments (None: none), sent as JSON values (numpy
-                and pandas values as plain ones, dates as ISO text, NA / NaT as None); checked
-                against its input schema first when `validate_arguments` is on.
+                and pandas values as plain ones, dates as ISO text); an argument whose value is
+                missing (NaN, NA, NaT) is left out, so its default applies (a required one is an
+                `ArgumentError`); checked against its input schema first when `validate_arguments` is on.
             timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
             progress: called with each progress notification.
             server_log: called with each log line at warning or above.
@@ -82,9 +84,9 @@ class Calling(Facade):
             NotFoundError: no such toolbox, server or tool.
             ConnectError: the server could not connect.
             UsageError: `arguments` are not a mapping (a JSON text, a list); nothing was sent.
-            ArgumentError: the arguments do not fit the tool's input schema, or one has no JSON form
-                (an object, a set, bytes, NaN) or cannot be encoded (a lone surrogate); the message
-                names it; nothing was sent.
+            ArgumentError: the arguments do not fit the tool's input schema, a required one is missing
+                (NaN, NA, NaT), or one has no JSON form (an object, a set, bytes, NaN inside a value)
+                or cannot be encoded (a lone surrogate); the message names it; nothing was sent.
             CallTimeoutError: the call ran past its time limit and was cancelled on the server.
             ToolError: the call failed (transport, protocol error, lost connection).
             UrlElicitationRequired: the server needs the person to visit links first (`.urls`).
@@ -176,6 +178,7 @@ class Calling(Facade):
             self._interrupted(exc, identifier, arguments)
             raise
 
+    @at_the_caller
     def map(
         self,
         target: Any,
@@ -207,7 +210,8 @@ class Calling(Facade):
         Args:
             target: the tool, as `call` takes it.
             rows: an iterable of argument mappings, or a DataFrame (one row per line; numpy values become
-                Python ones, NaN / NA / NaT None, dates ISO text).
+                Python ones, dates ISO text; an empty cell (NaN, None, NA, NaT) leaves its argument
+                out, so its default applies, and is that row's `ArgumentError` for a required one).
             concurrency: how many calls run at once (at least 1).
             timeout: seconds each call may take.
             progress: whether to show a progress bar (a widget in a kernel, text on stderr elsewhere).
@@ -292,7 +296,9 @@ class Calling(Facade):
         on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
         ident = parse_identifier(identifier)
-        args = call_arguments(arguments, ident)
+        args, missing = given_arguments(arguments, ident)
+        if missing:  # NaN, NA, NaT: left out, unless the tool requires it
+            refuse_missing(await self._lookup(ident), missing)
         call = self._core.call(
             ident,
             args,
@@ -349,9 +355,17 @@ class Calling(Facade):
             ```
         """
         ident = parse_identifier(target)
-        args = call_arguments(arguments, ident)
+        args, missing = given_arguments(arguments, ident)
         channel: Channel | None = None
         core, loop = self._core, self._loop
+        sent: Mapping[str, Any] = args
+        if missing:  # refused here when the tool is known; else its call looks it up, and refuses
+            try:
+                tool = core.tool(ident, self.settings)
+            except WorkbenchError:
+                sent = {**args, **dict.fromkeys(missing, float("nan"))}
+            else:
+                refuse_missing(tool, missing)
         try:  # a caller on the workbench's own loop (serve) has no loop of its own to ask on
             channel = None if loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
         except RuntimeError:
@@ -362,7 +376,7 @@ class Calling(Facade):
             return start_job(
                 job,
                 lambda: self._acall(
-                    ident, args, timeout, progress, prefer_task=True, on_status=following(job), on_progress=noting(job)
+                    ident, sent, timeout, progress, prefer_task=True, on_status=following(job), on_progress=noting(job)
                 ),
                 loop,
                 channel,

@@ -14,7 +14,8 @@ imports no framework. What a turn is (`ChatTurn`) is in vocabulary/chat.py.
 
 The conversation (the model messages so far, chat_agent.py's `Conversation`) belongs to the
 workbench loop: a turn reads it and replaces it whole when it ends; the turns of one workbench run
-one at a time. `wb.chat_reset()` starts over.
+one at a time. It keeps the model its last turn was given (`model=`, `--model`): a turn given none
+goes on with it, else `chat_model`. `wb.chat_reset()` starts over, and forgets that model.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.facade import Facade
-from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage, ChatView
+from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage, ChatView, checked_prompt
 from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ def chat_view() -> ChatView | None:
 class ChatMethods(Facade):
     """`Workbench`'s chat with a model over a toolbox: `chat`, `chat_reset`."""
 
-    confirm_destructive: bool  # a trait of `Workbench`
+    confirm_destructive: bool  # traits of `Workbench`
+    tool_retries: int
 
     def chat(
         self,
@@ -71,26 +73,30 @@ class ChatMethods(Facade):
         rendered as results are. Every tool call is a workbench call (history, traces, cassettes, the
         person's answers to a server's questions). A tool marked `destructiveHint` runs only once the
         person allows it (`input()` where the cell waits), unless `confirm_destructive` is off; a
-        refusal is what the model is told instead of a result. Ctrl-C / kernel interrupt stops the
-        turn (the conversation stays as it was).
+        refusal is what the model is told instead of a result. A call with bad arguments is told to the
+        model as the call's result, and it may call again, `tool_retries` times in a row; past that the
+        turn stops, and the `ChatTurn` says so (`.stopped`; the conversation stays as it was). Ctrl-C /
+        kernel interrupt stops the turn (the conversation stays as it was; a model that does not return
+        is left behind, and the next turn does not wait for it).
 
         Args:
-            prompt: what to ask.
+            prompt: what to ask: non-empty text.
             toolbox: the toolbox (or `toolbox/server`) whose tools the model may call; None: the toolbox
                 opened last (or the only one open).
-            model: a pydantic-ai `Model` or a `"provider:model"` name; None: `chat_model` (a name or a
-                `Model`; `$WORKBENCH_MODEL`).
+            model: a pydantic-ai `Model` or a `"provider:model"` name, which the conversation then keeps;
+                None: the conversation's model (the last one given since `chat_reset`), else `chat_model`
+                (a name or a `Model`; `$WORKBENCH_MODEL`).
             skills: skills the model follows this turn: `"toolbox/server/name"` or a list of them. Each is
                 read (`skill`, its files checked against their digests) and its `SKILL.md` goes to the model
                 as instructions, after the workbench's own.
 
         Returns:
             The turn: `.text`, `.tool_calls` (each with `.identifier`, `.arguments`, `.result`), `.usage`,
-            `.cost`.
+            `.cost`, `.stopped`.
 
         Raises:
-            UsageError: no toolbox is open and none was named; no model is set; a skill is not named
-                `toolbox/server/name`.
+            UsageError: the prompt is not non-empty text; no toolbox is open and none was named; no model is
+                set; a skill is not named `toolbox/server/name`.
             NotFoundError: the toolbox named does not exist, or a server lists no such skill.
             SkillDigestError: a skill's file changed since its server's skills were listed.
             MissingExtraError: pydantic-ai is not installed.
@@ -108,8 +114,10 @@ class ChatMethods(Facade):
         """
         from workbench_magic.api.models import resolve_model
 
+        prompt = checked_prompt(prompt, "wb.chat")
         target = toolbox if toolbox is not None else self._chat_toolbox()
-        resolved = resolve_model(self, model)
+        conversation, kept = self._loop.run_sync(self._conversation_and_model)
+        resolved = resolve_model(self, model if model is not None else kept)
         read = cast("ServerFeatureMethods", self)._skills_named(skills)
         from workbench_magic.api.chat_agent import Turn
 
@@ -123,11 +131,12 @@ class ChatMethods(Facade):
             view=chat_view(),
             confirm=self.confirm_destructive,
             skills=read,
+            tool_retries=self.tool_retries,
         )
-        return self._run(turn.run(self._conversation()), channel)  # type: ignore[no-any-return]
+        return self._run(turn.run(conversation, model=model), channel)  # type: ignore[no-any-return]
 
     def chat_reset(self) -> None:
-        """Start the chat over: the next `chat` sends none of the conversation so far."""
+        """Start the chat over: the next `chat` sends none of the conversation so far, and forgets its model."""
 
         def reset() -> None:
             conversation: Conversation | None = getattr(self, "_chat_conversation", None)
@@ -139,6 +148,11 @@ class ChatMethods(Facade):
     def _conversation(self) -> Conversation:
         """The workbench's conversation (made on first use; the loop uses it)."""
         return self._loop.run_sync(self._made_conversation)
+
+    def _conversation_and_model(self) -> tuple[Conversation, Any]:
+        """The workbench's conversation (made on first use) and the model it keeps, on the loop."""
+        conversation = self._made_conversation()
+        return conversation, conversation.model
 
     def _made_conversation(self) -> Conversation:
         conversation: Conversation | None = getattr(self, "_chat_conversation", None)

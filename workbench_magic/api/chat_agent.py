@@ -8,19 +8,28 @@ the toolset's hooks say which tool it is, ask the person before a destructive on
 (`before_call`) and hand over its `ToolResult` (`on_call`). What the person sees is posted on the
 chat's channel, in order, to the thread that waits (`ChatView`); the question goes to the channel's
 asker.
+
+A call with bad arguments is told to the model as the call's result, and it may call again, up to
+`Workbench.tool_retries` times in a row; past that, pydantic-ai gives up on the run, and the turn ends
+as a `ChatTurn` whose `stopped` says so (the conversation stays as it was: the last call has no answer).
+
+A model's synchronous function (a `FunctionModel`'s) runs on a thread of its own (`_Threads`): an
+interrupted turn stops waiting for it, so the conversation's lock is free for the next turn at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
-import json
+import re
+import threading
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import Agent
-from pydantic_ai.exceptions import ModelRetry, ToolFailed
+from pydantic_ai.exceptions import ModelRetry, ToolFailed, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelResponse,
     PartDeltaEvent,
@@ -30,18 +39,19 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.toolsets import WrapperToolset
 
-from workbench_magic.api.model_turns import model_run
+from workbench_magic.api.asking import ask_to_run
+from workbench_magic.api.model_turns import model_run, shown_model_name
 from workbench_magic.api.server_features import parse_identifier
-from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage
-from workbench_magic.vocabulary.errors import WorkbenchError
+from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage, retry_limit_text
+from workbench_magic.vocabulary.errors import WorkbenchError, leaf_exception
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from pydantic_ai.agent import AgentRunResult
     from pydantic_ai.models import Model
     from pydantic_ai.tools import RunContext
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+    from pydantic_ai.usage import RunUsage
 
     from workbench_magic.api.toolsets import ToolsetMethods
     from workbench_magic.engine.runtime import Channel
@@ -60,15 +70,49 @@ INSTRUCTIONS = (
 )
 """What the model is told of where it is (the same every turn, so recorded turns replay)."""
 
-CONFIRM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"run": {"type": "boolean", "title": "Run it"}},
-    "required": ["run"],
-}
-"""The question asked before a destructive tool runs: one yes/no field."""
-
 _running: contextvars.ContextVar[_Running | None] = contextvars.ContextVar("chat_tool_call", default=None)
 """The tool call in flight in this task (the toolset's hooks run inside it)."""
+
+_RETRIES_EXCEEDED = re.compile(r"Tool '(?P<name>.+?)' exceeded max retries count of \d+")
+"""pydantic-ai's `UnexpectedModelBehavior` when a tool's calls failed (bad arguments) past its retries."""
+
+
+class _Threads(concurrent.futures.Executor):
+    """Runs each synchronous function of a turn (a `FunctionModel`'s) on a daemon thread of its own.
+
+    pydantic-ai's default (anyio's worker threads) waits for a thread to return before a cancel goes
+    through, so an interrupted turn whose model hangs held the conversation's lock until the model
+    returned, and the next turn waited silently. asyncio stops waiting for an executor's future at once:
+    the interrupted turn is abandoned, its thread ends when the function returns (its answer unused), and
+    being a daemon it does not hold up the interpreter's exit either.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="workbench model function", daemon=True).start()
+        return future
+
+
+_THREADS = _Threads()
+
+
+@dataclass
+class _Ran:
+    """How an agent run ended: its messages (all, and this turn's) and usage; `stopped` at the retry limit."""
+
+    messages: list[Any]
+    new: list[Any]
+    usage: RunUsage
+    stopped: str | None = None
 
 
 @dataclass
@@ -121,6 +165,8 @@ class Turn:
         view: where the turn shows while it runs, or None.
         confirm: ask before a tool marked `destructiveHint` runs.
         skills: skills the model follows this turn: their instructions go after the workbench's.
+        tool_retries: how many times in a row the model may call a tool again after a call with bad
+            arguments (each time told the error); past it the turn stops (`ChatTurn.stopped`).
     """
 
     def __init__(
@@ -134,8 +180,10 @@ class Turn:
         view: ChatView | None = None,
         confirm: bool = True,
         skills: Sequence[Skill] = (),
+        tool_retries: int = 3,
     ) -> None:
         self._prompt = prompt
+        self._tool_retries = tool_retries
         self._instructions = instructions(skills)
         self._model = model
         self._channel = channel
@@ -146,45 +194,79 @@ class Turn:
         self._parts: list[str | ChatToolCall] = []
 
     # ---- the run (on the loop) ----------------------------------------------------------------
-    async def run(self, conversation: Conversation) -> ChatTurn:
-        """Run the turn, the conversation's next; the conversation goes on with it."""
-        async with conversation.lock:
-            generation = conversation.generation
-            # the model's own failure is one line (ModelError); the conversation then stays as it was
-            result = await model_run(self._model, self._agent_run(conversation.messages))
-            if conversation.generation == generation:
-                conversation.messages = tuple(result.all_messages())
-        responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
-        usage = result.usage
+    async def run(self, conversation: Conversation, *, model: Model | str | None = None) -> ChatTurn:
+        """Run the turn, the conversation's next; the conversation goes on with it.
+
+        Args:
+            conversation: the conversation the turn goes on.
+            model: the model the turn was given (not the workbench's default): the conversation keeps it
+                for its next turns given none. None: the conversation's model stays as it is.
+        """
+        with Agent.using_thread_executor(_THREADS):
+            async with conversation.lock:
+                generation = conversation.generation
+                # the model's own failure is one line (ModelError); the conversation then stays as it was
+                ran = await model_run(self._model, self._agent_run(conversation.messages))
+                if conversation.generation == generation:
+                    if model is not None:
+                        conversation.model = model
+                    if ran.stopped is None:  # a stopped run's last call has no answer: it is not sent again
+                        conversation.messages = tuple(ran.messages)
+        if ran.stopped is not None:
+            self._text(ran.stopped, new_part=True)
+        responses = [m for m in ran.new if isinstance(m, ModelResponse)]
+        usage = ran.usage
         turn = ChatTurn(
             prompt=self._prompt,
             text="\n\n".join(p.strip() for p in self._parts if isinstance(p, str) and p.strip()),
             tool_calls=tuple(p for p in self._parts if isinstance(p, ChatToolCall)),
             usage=ChatUsage(usage.input_tokens, usage.output_tokens, usage.requests, usage.tool_calls),
             cost=turn_cost(responses),
-            model=(responses[-1].model_name if responses else None) or self._model.model_name,
+            model=shown_model_name((responses[-1].model_name if responses else None) or self._model.model_name),
             parts=tuple(self._parts),
+            stopped=ran.stopped,
         )
         self._show(lambda view: view.on_finish(turn))
         return turn
 
-    async def _agent_run(self, history: tuple[Any, ...]) -> AgentRunResult[str]:
+    async def _agent_run(self, history: tuple[Any, ...]) -> _Ran:
         """The agent's run: the model's text shown as it comes (streamed where the model streams)."""
-        agent: Agent[None, str] = Agent(self._model, toolsets=[self._toolset], instructions=self._instructions)
+        agent: Agent[None, str] = Agent(
+            self._model,
+            toolsets=[self._toolset],
+            instructions=self._instructions,
+            retries={"tools": self._tool_retries},
+        )
         streams = _streams(self._model)
         async with agent.iter(self._prompt, message_history=list(history)) as run:
-            async for node in run:
-                if streams and Agent.is_model_request_node(node):
-                    async with node.stream(run.ctx) as events:
-                        async for event in events:
-                            self._model_event(event)
-                elif not streams and Agent.is_call_tools_node(node):
-                    for part in node.model_response.parts:
-                        if isinstance(part, TextPart) and part.content:
-                            self._text(part.content, new_part=True)
+            try:
+                async for node in run:
+                    if streams and Agent.is_model_request_node(node):
+                        async with node.stream(run.ctx) as events:
+                            async for event in events:
+                                self._model_event(event)
+                    elif not streams and Agent.is_call_tools_node(node):
+                        for part in node.model_response.parts:
+                            if isinstance(part, TextPart) and part.content:
+                                self._text(part.content, new_part=True)
+            except Exception as exc:
+                stopped = self._retry_limit(exc)
+                if stopped is None:
+                    raise
+                return _Ran(run.all_messages(), run.new_messages(), run.usage, stopped)
         result = run.result
         assert result is not None
-        return result
+        return _Ran(result.all_messages(), result.new_messages(), result.usage)
+
+    def _retry_limit(self, error: Exception) -> str | None:
+        """What the turn says when `error` is pydantic-ai giving up on a tool past its retries, else None."""
+        leaf = leaf_exception(error)
+        found = _RETRIES_EXCEEDED.match(leaf.message) if isinstance(leaf, UnexpectedModelBehavior) else None
+        if found is None:
+            return None
+        name = found.group("name")
+        calls = [p for p in self._parts if isinstance(p, ChatToolCall) and p.name == name]
+        return retry_limit_text(calls[-1].identifier if calls else name, self._tool_retries)
 
     def _model_event(self, event: Any) -> None:
         if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
@@ -231,7 +313,7 @@ class Turn:
         try:
             return await toolset.call_tool(name, arguments, ctx, tool)
         except ToolFailed as exc:
-            running.error = exc.message
+            running.error = running.error or exc.message  # the person's line may say more (nobody answered)
             raise
         except ModelRetry as exc:
             running.error = str(exc.message)
@@ -252,25 +334,13 @@ class Turn:
             running.identifier = identifier
         if not self._confirm or (info.annotations or {}).get("destructiveHint") is not True:
             return
-        allowed = await self._ask(identifier, arguments)
-        if running is not None:
-            running.confirmed = allowed
-        if not allowed:
-            raise ToolFailed(
-                f"The person did not allow {identifier} to run (the tool is marked destructive), so it did not run."
-            )
-
-    async def _ask(self, identifier: ToolIdentifier, arguments: dict[str, Any]) -> bool:
-        """Ask the person, on the chat's thread, whether the destructive tool may run."""
-        channel = self._channel
-        asker = getattr(channel, "asker", None)
-        if asker is None:
-            return False
-        shown = json.dumps(arguments, ensure_ascii=False, default=str)
-        message = f"the model wants to run {identifier} {shown}, a tool marked destructive."
-        answer = await asyncio.wrap_future(channel.submit(lambda: asker.form("chat", message, CONFIRM_SCHEMA)))
-        content = answer.get("content") if isinstance(answer, dict) else None
-        return bool(answer.get("action") == "accept" and isinstance(content, dict) and content.get("run") is True)
+        answer = await ask_to_run(self._channel, "chat", identifier, arguments)  # on the chat's thread
+        if running is not None and answer.answered:  # unanswered: nobody allowed or refused it
+            running.confirmed = answer.allowed
+        if not answer.allowed:
+            if running is not None:
+                running.error = answer.shown(identifier)
+            raise ToolFailed(answer.told(identifier))
 
     async def _on_call(self, identifier: ToolIdentifier, arguments: dict[str, Any], result: ToolResult) -> None:
         running = _running.get()
@@ -297,17 +367,20 @@ class Conversation:
     """The model messages of a workbench's chat so far; used on the workbench loop only.
 
     A turn holds `lock` while it runs (turns of one workbench run one at a time), reads `messages`
-    and replaces them whole at its end, unless `reset` came meanwhile (`generation` moved on).
+    and replaces them whole at its end, unless `reset` came meanwhile (`generation` moved on). `model`
+    is the model its last turn given one was given (a `Model` or a name): a turn given none uses it.
     """
 
     def __init__(self) -> None:
         self.messages: tuple[Any, ...] = ()
+        self.model: Model | str | None = None
         self.generation = 0
         self.lock = asyncio.Lock()
 
     def reset(self) -> None:
-        """Start over: the next turn sends no earlier messages."""
+        """Start over: the next turn sends no earlier messages, and forgets the conversation's model."""
         self.messages = ()
+        self.model = None
         self.generation += 1
 
 

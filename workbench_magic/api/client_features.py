@@ -8,8 +8,10 @@ options, where the engine's `ClientSide` reads them).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
+import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
     from workbench_magic.api.facade import Facade
     from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.engine.connection import Connection
     from workbench_magic.engine.core import Core
     from workbench_magic.engine.runtime import LoopThread
 
@@ -79,8 +82,9 @@ class ClientFeatures:
     def sampling_handler(self) -> SamplingHandler | None:
         """`fn(messages, params)` answering servers' sampling requests (str, dict or
         `CreateMessageResult`), or `"ask"` (the person writes the reply, where the call was made);
-        sampling is advertised only while one is set (connections made
-        before get it at their next reconnect)."""
+        sampling is advertised only while one is set. Setting one (or None) reconnects the connected
+        servers that declared otherwise, but for those with a call in flight (a warning names them)
+        and when set on the loop thread (serve: its next opens declare it)."""
         return self._sampling_handler
 
     @sampling_handler.setter
@@ -90,8 +94,32 @@ class ClientFeatures:
                 "sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, "
                 'a pydantic-ai Model, a "provider:model" name, or "ask"'
             )
+        flips = (handler is None) != (self._sampling_handler is None)
         self._sampling_handler = handler
         self._on_change()
+        if flips and not self._loop.in_loop():
+            self._declare_sampling(handler is not None)
+
+    def _declare_sampling(self, offered: bool) -> None:
+        """Sampling is declared at connect: reconnect the connected servers whose session declared
+        otherwise, now; one with a request in flight (or a started task) keeps its session, and a
+        warning says how to reconnect it."""
+        core = self._core
+        if not any(box.open for box in core.state.values()):
+            return  # nothing connected: each connect declares what is set then
+        settings = self._settings()
+
+        async def declare() -> list[str]:
+            stale = [c for c in await core.connections(None, None, settings) if _declared_otherwise(c, offered)]
+            running = {(j.identifier.toolbox, j.identifier.server) for j in core.jobs.listing() if not j.state.ended}
+            busy = [c for c in stale if c.busy or (c.toolbox, c.name) in running]
+            idle = [c for c in stale if c not in busy]
+            await asyncio.gather(*(core.reconnect(c.toolbox, c.name, settings) for c in idle))
+            return [f"{c.toolbox}/{c.name}" for c in busy]
+
+        busy = self._loop.run(contained(declare()))
+        if busy:
+            warnings.warn(_reconnect_later(busy, offered), UserWarning, stacklevel=4)
 
     @property
     def elicitation_handler(self) -> ElicitationHandler | None:
@@ -173,6 +201,24 @@ class ClientFeatures:
         return [name for name, cfg in configs.items() if cfg.url and cfg.auth and cfg.auth.oauth and forget(cfg.url)]
 
 
+def _declared_otherwise(conn: Connection, offered: bool) -> bool:
+    """Whether `conn`'s live session declared sampling otherwise (a replayed server has no session)."""
+    from workbench_magic.engine.cassette_deck import ReplayConnection
+
+    return (
+        conn.status == "connected" and not isinstance(conn, ReplayConnection) and conn.client_tasks.sampling != offered
+    )
+
+
+def _reconnect_later(servers: list[str], offered: bool) -> str:
+    """The line for servers that kept a session declaring sampling otherwise (a call was in flight)."""
+    now = "offered" if offered else "no longer offered"
+    return (
+        f"{', '.join(servers)} had a call in flight: sampling is {now} from their next reconnect "
+        f"(wb.reconnect({servers[0]!r}) or %workbench reconnect {servers[0]})"
+    )
+
+
 def _log_failure(call: concurrent.futures.Future[None]) -> None:
     """Background work nobody waits for: its failure goes to the log, not to nowhere."""
     if not call.cancelled() and call.exception() is not None:
@@ -193,13 +239,14 @@ class ClientFeatureMethods:
         (its messages, system prompt, `maxTokens`, temperature and stop sequences mapped; the hints
         recorded), recorded, replayed and traced as `resolve_model` does; reading the handler back
         then gives its `ModelSampler` (`.spec`, `.model`). With `"ask"` the person writes the reply,
-        where the call was made. Sampling is advertised only while one is set (connections made
-        before get it at their next reconnect). Setting anything else raises `UsageError`.
+        where the call was made. Sampling is advertised only while one is set; servers declare it at
+        connect, so setting one (or None) reconnects the connected servers that declared otherwise,
+        at once (a server with a call in flight keeps its session: a warning names it, and
+        `wb.reconnect` reconnects it later). Setting anything else raises `UsageError`.
 
         Example:
             ```python
-            wb.sampling_handler = "openai:gpt-4o"
-            wb.reconnect("demo/datasets")  # sampling is declared at connect time
+            wb.sampling_handler = "openai:gpt-4o"  # the open servers reconnect, declaring sampling
             wb.call("demo/datasets/describe_with_model", {"dataset": "penguins"}).data
             ```
         """

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from workbench_magic.api.facade import Facade
+from workbench_magic.api.server_features import parse_target
 from workbench_magic.vocabulary.context_cost import (
     ESTIMATE,
     ContextCost,
@@ -235,6 +236,15 @@ def _counted(parts: dict[str, tuple[ContextPart, ...]], counter: TokenCounter) -
     return tuple(ContextCostRow(mode, ps, sum(counter.tokens(p.text) for p in ps)) for mode, ps in parts.items())
 
 
+def _check_toolbox(toolbox: object) -> None:
+    """A toolbox's name, or a `UsageError` saying so (a server or a tool was named: its toolbox is the hint)."""
+    if not isinstance(toolbox, str):
+        raise UsageError(f"wb.context_cost takes a toolbox (its name), not {toolbox!r}")
+    named, server = parse_target(toolbox)
+    if server is not None:
+        raise UsageError(f"wb.context_cost takes a toolbox, not {toolbox!r}: try wb.context_cost({named!r})")
+
+
 class ContextCostMethods(Facade):
     """`Workbench`'s measure of a toolbox's cost in a model's context: `context_cost`."""
 
@@ -266,7 +276,7 @@ class ContextCostMethods(Facade):
         Raises:
             ToolboxNotFoundError: the config has no such toolbox.
             ConnectError: no server of the toolbox connected.
-            UsageError: `tokens` is none of the above.
+            UsageError: `tokens` is none of the above, or `toolbox` names a server or a tool.
 
         Example:
             ```python
@@ -275,6 +285,7 @@ class ContextCostMethods(Facade):
             cost.ratio("proxy")
             ```
         """
+        _check_toolbox(toolbox)
         host = cast("_Host", self)
         model = host.chat_model if isinstance(host.chat_model, str) else None
         counter, chosen = _counter(tokens, model)

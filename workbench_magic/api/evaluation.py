@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from workbench_magic.api.evaluation_cases import EvalFile, case_specs, read_cases
+from workbench_magic.api.evaluation_cases import EvalFile, case_specs, check_expected_tools, read_cases
 from workbench_magic.api.extras import require_extra
 from workbench_magic.api.facade import Facade
 from workbench_magic.vocabulary.errors import UsageError, raise_alone
@@ -39,6 +39,7 @@ from workbench_magic.vocabulary.evaluations import EvalCase, EvalReport, EvalRun
 
 if TYPE_CHECKING:
     from workbench_magic.api.chat import ChatMethods
+    from workbench_magic.api.toolsets import ToolsetMethods
 
 __all__ = ["EvalCase", "EvalFile", "EvalReport", "EvalRun", "EvaluationMethods", "read_cases"]
 
@@ -47,7 +48,8 @@ __all__ = ["EvalCase", "EvalFile", "EvalReport", "EvalRun", "EvaluationMethods",
 class EvaluationMethods(Facade):
     """`Workbench`'s evaluations of a model over a toolbox: `evaluate`."""
 
-    confirm_destructive: bool  # a trait of `Workbench`
+    confirm_destructive: bool  # traits of `Workbench`
+    tool_retries: int
     _last_evaluation: EvalReport | None = None
 
     @property
@@ -75,7 +77,9 @@ class EvaluationMethods(Facade):
         workbench's chat is untouched), the runs one at a time: `wb.record(path)` records them and a
         replay answers them run for run. Nobody is asked: a tool marked `destructiveHint` is refused
         (the model is told) unless `confirm_destructive` is off; a server's question goes to
-        `elicitation_handler`, else it is declined. The runs' tool calls are in `history`.
+        `elicitation_handler`, else it is declined. A call with bad arguments is told to the model, which
+        may call again `tool_retries` times in a row; a run past that fails with that reason. The runs'
+        tool calls are in `history`.
 
         Args:
             cases: the cases, in order.
@@ -90,9 +94,10 @@ class EvaluationMethods(Facade):
 
         Raises:
             UsageError: a case is not one (one line naming it), `runs` is below 1, no toolbox is open and none
-                was named, no model is set.
+                was named, no model is set, a case expects a tool outside the toolbox.
             MissingExtraError: pydantic-ai or pydantic-evals is not installed.
-            NotFoundError: the toolbox named does not exist.
+            NotFoundError: the toolbox named does not exist, or a tool a case expects (`expect_tools`,
+                `expect_arguments`) does not: checked before any case runs.
 
         Example:
             ```python
@@ -118,7 +123,11 @@ class EvaluationMethods(Facade):
         chat = cast("ChatMethods", self)
         target = toolbox if toolbox is not None else chat._chat_toolbox()
         resolved = resolve_model(self, model)
-        evaluation = Evaluation(self, specs, target, resolved, runs=runs, confirm=self.confirm_destructive)
+        # an unknown tool would fail every run of its case: said once, before any runs
+        check_expected_tools(specs, target, lambda tool: cast("ToolsetMethods", self)._tool_selection([tool], True))
+        evaluation = Evaluation(
+            self, specs, target, resolved, runs=runs, confirm=self.confirm_destructive, tool_retries=self.tool_retries
+        )
         report = evaluation.run()
         self._last_evaluation = report  # what the explorer shows as the last evaluation
         return report

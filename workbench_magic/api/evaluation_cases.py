@@ -16,10 +16,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from workbench_magic.api.server_features import parse_identifier
-from workbench_magic.vocabulary.errors import InvalidIdentifierError, UsageError, raise_alone
+from workbench_magic.api.server_features import parse_identifier, parse_target
+from workbench_magic.vocabulary.errors import (
+    InvalidIdentifierError,
+    NotFoundError,
+    UsageError,
+    invalid_yaml,
+    raise_alone,
+)
 
-__all__ = ["CASE_KEYS", "CaseSpec", "EvalFile", "case_spec", "case_specs", "read_cases"]
+__all__ = ["CASE_KEYS", "CaseSpec", "EvalFile", "case_spec", "case_specs", "check_expected_tools", "read_cases"]
 
 CASE_KEYS = ("name", "prompt", "expect_tools", "expect_arguments", "expect_text")
 """The keys of a case given as a dict."""
@@ -202,6 +208,43 @@ def _renamed(spec: CaseSpec, name: str) -> CaseSpec:
     return replace(spec, name=name)
 
 
+def check_expected_tools(specs: Iterable[CaseSpec], target: str, look_up: Callable[[str], object]) -> None:
+    """Each tool a case expects (`expect_tools`, `expect_arguments`) is among the target's tools, and
+    exists: checked before any case runs (an unknown tool would fail every run of the case).
+
+    Args:
+        specs: the cases.
+        target: the toolbox (or `toolbox/server`) whose tools the model is given.
+        look_up: looks one identifier up (opening its toolbox), raising what `wb.call` raises.
+
+    Raises:
+        NotFoundError: no such toolbox, server or tool (the texts of `wb.call`, after the case's name).
+        UsageError: the tool is not among the target's.
+    """
+    toolbox, server = parse_target(target)
+    checked: set[str] = set()
+    for spec in specs:
+        for identifier in (*(spec.expect_tools or ()), *(spec.expect_arguments or {})):
+            if identifier in checked:
+                continue
+            checked.add(identifier)
+            ident = parse_identifier(identifier)
+            if ident.toolbox != toolbox or server not in (None, ident.server):
+                raise_alone(
+                    UsageError(
+                        f"case {spec.name!r}: expects {identifier}, which is not among the tools of {target} "
+                        "(the tools the model is given)"
+                    )
+                )
+            problem: NotFoundError | None = None
+            try:
+                look_up(identifier)
+            except NotFoundError as exc:
+                problem = type(exc)(f"case {spec.name!r}: {exc}")
+            if problem is not None:
+                raise_alone(problem)
+
+
 # ---- a file of cases -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EvalFile:
@@ -252,8 +295,8 @@ def read_cases(path: str | os.PathLike[str]) -> EvalFile:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         problem = f"Cannot read the cases in {shown}: {getattr(exc, 'strerror', None) or exc}"
-    except yaml.YAMLError as exc:
-        problem = f"{shown} is not YAML: {' '.join(str(exc).split())}"
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:  # ValueError: `2024-02-30`
+        raise_alone(invalid_yaml(shown, exc))
     if problem is not None:
         raise_alone(UsageError(problem))
     if isinstance(data, list):

@@ -6,7 +6,9 @@ no framework).
 `repeat=runs`, one run at a time. The task of a run is a chat turn (chat_agent.py's `Turn`, in a
 fresh `Conversation`); its output is the model's answer, and the whole `ChatTurn` is the evaluators'
 `ctx.attributes["turn"]`. A run's `CaseLifecycle` keeps the turn beside pydantic-evals' result, so a
-run that failed still shows the tools it called. The report becomes an `EvalReport`.
+run that failed still shows the tools it called. A run whose turn stopped at the tool-retry limit
+(`ChatTurn.stopped`: the model's calls kept failing on bad arguments past `Workbench.tool_retries`)
+is a failed run with that reason, not an error. The report becomes an `EvalReport`.
 """
 
 from __future__ import annotations
@@ -219,12 +221,22 @@ class Evaluation:
         model: the model, as `resolve_model` gave it.
         runs: runs per case.
         confirm: refuse tools marked destructive (nobody can be asked); False lets them run.
+        tool_retries: how many times in a row the model may call a tool again after bad arguments.
     """
 
     def __init__(
-        self, workbench: Facade, specs: list[CaseSpec], target: str, model: Model, *, runs: int, confirm: bool
+        self,
+        workbench: Facade,
+        specs: list[CaseSpec],
+        target: str,
+        model: Model,
+        *,
+        runs: int,
+        confirm: bool,
+        tool_retries: int = 3,
     ) -> None:
         self._workbench = workbench
+        self._tool_retries = tool_retries
         self._specs = specs
         self._target = target
         self._model = model
@@ -283,6 +295,7 @@ class Evaluation:
             self._channel,
             view=None,
             confirm=self._confirm,
+            tool_retries=self._tool_retries,
         )
         slot.turn = turn
         try:
@@ -328,6 +341,8 @@ class Evaluation:
             if not result.value
         ]
         reasons += [f"{failure.name} raised {failure.error_message}" for failure in item.evaluator_failures]
+        if answer.stopped is not None:  # the turn ended at the tool-retry limit: the run failed, whatever held
+            reasons.insert(0, answer.stopped)
         return EvalRun(
             run=number,
             passed=not reasons,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from workbench_magic.engine.runtime import at_the_caller
+
 if TYPE_CHECKING:
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.cassette_deck import CassetteDeck
@@ -34,7 +36,10 @@ class Facade:
         raise NotImplementedError
 
     def _run(self, coro: Any, channel: QueueChannel | None = None) -> Any:
-        return self._loop.run(coro, channel)
+        # What waits on the loop is no frame of the person's: a user error or an interrupt leaves
+        # without it (a public method that must not show either has `with at_the_caller:` too).
+        with at_the_caller:
+            return self._loop.run(coro, channel)
 
     def run_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the workbench's loop thread and wait for it (Ctrl-C cancels it).
@@ -48,7 +53,8 @@ class Facade:
         Returns:
             What `coro` returned.
         """
-        return self._loop.run(coro)
+        with at_the_caller:
+            return self._loop.run(coro)
 
     @property
     def in_loop_thread(self) -> bool:
@@ -56,4 +62,5 @@ class Facade:
         return self._loop.in_loop()
 
     async def _arun(self, coro: Any, channel: Channel | None = None) -> Any:
-        return await self._loop.arun(coro, channel)
+        with at_the_caller:
+            return await self._loop.arun(coro, channel)

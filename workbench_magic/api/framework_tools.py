@@ -14,6 +14,7 @@ on the tool it names: the same in every run, and different for different tools.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -24,6 +25,7 @@ from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.engine.core import BoxState, Core
+    from workbench_magic.engine.runtime import Channel
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
@@ -36,6 +38,8 @@ __all__ = [
     "OnCall",
     "ToolSelection",
     "framework_name",
+    "may_run",
+    "may_run_now",
     "raised_result",
 ]
 
@@ -43,6 +47,8 @@ __all__ = [
 MAX_NAME = 64
 _HASH = 8
 _OUTSIDE = re.compile(r"[^A-Za-z0-9_-]")
+AGENT = "agent"
+"""Who asks before a destructive tool of an agent framework runs (the question's first word)."""
 
 #: `before_call(identifier, arguments, tool)`: awaited before each call of a pydantic-ai toolset; raising refuses it.
 BeforeCall = Callable[["ToolIdentifier", dict[str, Any], "ToolInfo"], Awaitable[None]]
@@ -51,7 +57,11 @@ OnCall = Callable[["ToolIdentifier", dict[str, Any], "ToolResult"], Awaitable[No
 
 
 class Caller(Protocol):
-    """What an adapter calls tools through: the workbench's `acall` and `call`."""
+    """What an adapter calls tools through: the workbench's `acall` and `call`, and whether a
+    destructive tool asks first."""
+
+    confirm_destructive: bool
+    in_loop_thread: bool
 
     async def acall(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """`Workbench.acall`."""
@@ -228,6 +238,46 @@ class ToolSelection:
             self.tools()
             tool = self._by_name.get(name)
         return tool
+
+
+def _asks(caller: Caller, tool: FrameworkTool) -> bool:
+    """Whether a call of `tool` asks the person first: marked `destructiveHint`, `confirm_destructive` on."""
+    return caller.confirm_destructive and (tool.info.annotations or {}).get("destructiveHint") is True
+
+
+async def may_run(caller: Caller, tool: FrameworkTool, arguments: Mapping[str, Any]) -> str | None:
+    """Ask the person, as `wb.chat` asks, before a destructive tool runs (awaited calls: where the
+    awaiting code runs, with the asker `acall` uses: a widget form in a kernel, else `input()`).
+
+    Args:
+        caller: the workbench.
+        tool: the tool the model calls.
+        arguments: its arguments.
+
+    Returns:
+        None when the call may run; else what the model is told (no answer counts as no).
+    """
+    if not _asks(caller, tool):
+        return None
+    from workbench_magic.api.asking import ask_to_run, awaited_asker
+    from workbench_magic.engine.runtime import LoopChannel, current_channel
+
+    # on the workbench's loop (serve): the served call's channel, if it can ask at all
+    channel: Channel | None = current_channel.get()
+    if not caller.in_loop_thread:
+        channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+    answer = await ask_to_run(channel, AGENT, tool.identifier, arguments)
+    return None if answer.allowed else answer.told(tool.identifier)
+
+
+def may_run_now(caller: Caller, tool: FrameworkTool, arguments: Mapping[str, Any]) -> str | None:
+    """`may_run` from sync code (`wb.call`'s way: `input()` on this thread)."""
+    if not _asks(caller, tool):
+        return None
+    from workbench_magic.api.asking import ask_to_run_now
+
+    answer = ask_to_run_now(AGENT, tool.identifier, arguments)
+    return None if answer.allowed else answer.told(tool.identifier)
 
 
 def raised_result(identifier: ToolIdentifier, arguments: dict[str, Any], error: BaseException) -> ToolResult:

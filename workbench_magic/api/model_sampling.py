@@ -43,7 +43,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
-from workbench_magic.api.model_turns import model_label, model_run
+from workbench_magic.api.model_turns import model_label, model_run, shown_model_name
 from workbench_magic.vocabulary.errors import model_failed
 
 __all__ = ["STOP_REASONS", "answer_sampling", "sampling_messages", "sampling_parameters", "sampling_settings"]
@@ -169,7 +169,7 @@ def sampling_answer(response: ModelResponse, model: Model) -> Any:
     """The model's response as MCP's `CreateMessageResult` (with tools: `CreateMessageResultWithTools`)."""
     from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ImageContent, TextContent, ToolUseContent
 
-    name = response.model_name or model.model_name
+    name = shown_model_name(response.model_name or model.model_name)
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
     if calls:

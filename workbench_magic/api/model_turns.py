@@ -71,9 +71,11 @@ __all__ = [
     "WorkbenchModel",
     "failure_reason",
     "infer",
+    "model_id",
     "model_label",
     "model_run",
     "request_key",
+    "shown_model_name",
 ]
 
 logger = logging.getLogger("workbench_magic")
@@ -448,8 +450,28 @@ class ModelHost:
 
 # ---- a model's failure ------------------------------------------------------------------------
 def model_label(model: Model) -> str:
-    """The model's name in an error: the name it was given, else ``provider:model``."""
-    return model.recorded_name if isinstance(model, WorkbenchModel) else model.model_id
+    """The model's name in an error: the name it was given, else ``provider:model`` (`model_id`)."""
+    return model.recorded_name if isinstance(model, WorkbenchModel) else model_id(model)
+
+
+def model_id(model: Model) -> str:
+    """``provider:model``, each part said once.
+
+    pydantic-ai's own `model_id` repeats what its name already holds: a `FunctionModel` is named after
+    its functions (``function:boom:``, so ``function:function:boom:``), a `TestModel` is ``test:test``.
+    Here they are ``function:boom`` and ``test``.
+    """
+    system = model.system
+    name = model.model_name
+    if name.startswith(f"{system}:"):
+        name = name[len(system) + 1 :]
+    name = shown_model_name(name)
+    return system if not name or name == system else f"{system}:{name}"
+
+
+def shown_model_name(name: str) -> str:
+    """A model's name without its empty parts: a `FunctionModel`'s ``function:boom:`` is ``function:boom``."""
+    return ":".join(part for part in name.split(":") if part)
 
 
 def failure_reason(error: BaseException) -> str:
@@ -524,7 +546,7 @@ class WorkbenchModel(WrapperModel):
     @property
     def recorded_name(self) -> str:
         """The model's name in cassettes and traces: the name it was given, else `provider:model`."""
-        return self.spec if isinstance(self.spec, str) else self.wrapped.model_id
+        return self.spec if isinstance(self.spec, str) else model_id(self.wrapped)
 
     def _turn(
         self,

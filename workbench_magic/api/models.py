@@ -32,8 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = ["NO_MODEL", "ModelOrName", "ModelSampler", "is_model", "model_host", "resolve_model"]
 
-NO_MODEL = 'No model is set: set one with wb.chat_model = "openai:gpt-4o" or $WORKBENCH_MODEL (or pass model=...)'
-"""What `resolve_model` says when no model is given and none is set."""
+NO_MODEL = (
+    'No model is set: set one with wb.chat_model = "openai:gpt-4o" or $WORKBENCH_MODEL (or pass model=...); '
+    'offline, with no key: "test" (pydantic-ai\'s TestModel, which calls every tool once, then answers with what '
+    "they returned), a scripted pydantic-ai FunctionModel, or a cassette that recorded a chat (wb.replay(path))"
+)
+"""What `resolve_model` says when no model is given and none is set: how to set one, and how to chat offline."""
 
 
 def is_model(value: object) -> bool:
@@ -75,8 +79,10 @@ def resolve_model(wb: Facade, model: Model | str | None = None) -> Model:
     Args:
         wb: the workbench whose cassettes and traces the model's turns join.
         model: a pydantic-ai `Model`, a ``"provider:model"`` name (``"openai:gpt-4o"``,
-            ``"anthropic:claude-sonnet-4-5"``, ``"test"``), or None: `wb.chat_model` (a name or a `Model`);
-            when that is unset too and a replayed cassette holds model turns, the model they were recorded with.
+            ``"anthropic:claude-sonnet-4-5"``; ``"test"`` is pydantic-ai's `TestModel`, no key: it calls every
+            tool once with arguments made from its schema, then answers with what they returned), or None:
+            `wb.chat_model` (a name or a `Model`); when that is unset too and a replayed cassette holds model
+            turns, the model they were recorded with.
 
     Returns:
         A pydantic-ai `Model` (a `WrapperModel`). A name is not built while a replayed cassette holds

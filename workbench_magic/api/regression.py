@@ -10,8 +10,10 @@ outcome, and one test per tool checks that its input schema still accepts what i
 (`workbench_magic.testing.schema_breaks`). It is laid out as `ruff format` lays it out
 (vocabulary/pysource.py).
 
-`ignore` paths apply to structured content, and to text that is JSON when there is none; a path
-that leaves nothing out of any exported answer is reported (a `UserWarning`): it is most likely a typo.
+`ignore` paths apply to structured content, and to text that is JSON when there is none; inside
+either, to each string that is JSON text too (a tool annotated `-> str` returning JSON answers
+`{"result": "<the text>"}`: `$.id` names the text's `id`, vocabulary/jsonpath.py). A path that leaves
+nothing out of any exported answer is reported (a `UserWarning`): it is most likely a typo.
 """
 
 from __future__ import annotations

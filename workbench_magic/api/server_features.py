@@ -47,6 +47,11 @@ def parse_target(value: str | None) -> tuple[str | None, str | None]:
     return parse(value)
 
 
+def names_one(text: str) -> bool:
+    """Whether a string target names one tool or skill (``toolbox/server/name``), not a toolbox or server."""
+    return len(text.strip().split("/" if "/" in text else "__", 2)) == 3
+
+
 def toolbox_target(target: str) -> tuple[str, str | None]:
     """`toolbox` or `toolbox/server`, or NotFoundError."""
     toolbox, server = parse_target(target)
@@ -56,7 +61,13 @@ def toolbox_target(target: str) -> tuple[str, str | None]:
 
 
 def skill_target(target: str, name: str | None) -> tuple[str, str, str]:
-    """`(toolbox, server, name)` of `skill("t/s", "name")` or `skill("t/s/name")`, or NotFoundError."""
+    """`(toolbox, server, name)` of `skill("t/s", "name")` or `skill("t/s/name")`, or NotFoundError
+    (UsageError: the skill is not text)."""
+    if not isinstance(target, str) or not isinstance(name, str | None):
+        shown = target if name is None or not isinstance(target, str) else name
+        raise UsageError(
+            f"wb.skill takes the skill as text, 'toolbox/server/name' or ('toolbox/server', name), not {shown!r}"
+        )
     if name is None:
         parts = target.split("/", 2) if isinstance(target, str) else []
         if len(parts) != 3 or not all(parts):
@@ -192,6 +203,10 @@ class ServerFeatures:
 
     async def _skills(self, target: str | None) -> SkillList:
         toolbox, server = parse_target(target)
+        if isinstance(target, str) and names_one(target):  # a skill (or a tool), not a place
+            raise UsageError(
+                f"wb.skills takes a toolbox or toolbox/server, not {target!r}: wb.skill({target!r}) reads that skill"
+            )
         conns = await self._core.connections(toolbox, server, self._settings())
         return await skills.list_skills(conns, one_server=server is not None)
 

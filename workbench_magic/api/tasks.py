@@ -249,7 +249,10 @@ def start_job(
 
 
 def _cancelled(job: Job) -> None:
-    job.update(TaskState("cancelled", job.state.message, job.state.task_id))  # an ended job keeps its state
+    from workbench_magic.engine.tasks import CANCELLED_HERE
+
+    # an ended job keeps its state: one the server cancelled first keeps the server's words
+    job.update(TaskState("cancelled", CANCELLED_HERE, job.state.task_id))
 
 
 async def _run_job(job: Job, work: Callable[[], Coroutine[Any, Any, ToolResult]]) -> ToolResult:

@@ -11,7 +11,8 @@ import keyword
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from workbench_magic.vocabulary.errors import WorkbenchError, server_not_found
+from workbench_magic.engine.runtime import at_the_caller
+from workbench_magic.vocabulary.errors import NotFoundError, server_not_found
 from workbench_magic.vocabulary.listings import (
     IDLE,
     ServerStatus,
@@ -23,6 +24,7 @@ from workbench_magic.vocabulary.listings import (
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
+    from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.core import BoxState
     from workbench_magic.engine.requesting import ProgressCallback
 
@@ -32,6 +34,13 @@ class ToolboxHost(Protocol):
 
     @property
     def display_limit(self) -> int: ...
+
+    @property
+    def settings(self) -> WorkbenchConfig: ...
+
+    def is_open(self, name: str) -> bool: ...
+
+    def open(self, name: str, *, lazy: bool | None = None) -> Any: ...
 
     def toolbox_state(self, name: str) -> BoxState: ...
 
@@ -62,6 +71,8 @@ class OpenedToolbox(Generic[W]):
     and attribute access to tools: `box.datasets.query(dataset="penguins")`. Every property reads the
     workbench's current snapshot. `box["name"]` reaches a server whose name is not a Python identifier
     (`ServerNotFoundError` when there is none); `wb.open`, `wb.opened` and `wb.reconnect` return views.
+    Once the toolbox is closed, reaching a server or a tool through the view opens it again, as
+    `wb.call` does.
 
     Args:
         workbench: the workbench that opened the toolbox.
@@ -114,6 +125,7 @@ class OpenedToolbox(Generic[W]):
         """The tools of the toolbox's servers, a list that renders as a table."""
         return self._wb.tools(self.name)
 
+    @at_the_caller
     def call(self, identifier: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolResult:
         """Call `server/tool` of this toolbox.
 
@@ -134,26 +146,47 @@ class OpenedToolbox(Generic[W]):
         """Close the toolbox: every connection ends, every child process exits."""
         self._wb.close(self.name)
 
+    @at_the_caller
     def __getattr__(self, server: str) -> ServerProxy:
         if server.startswith("_"):
             raise AttributeError(server)
         try:
-            self._check(server)
-        except WorkbenchError as exc:
+            known = server in self._server_names()  # not a server: nothing is opened to say so
+        except NotFoundError as exc:  # a toolbox the config no longer has
             raise AttributeError(str(exc)) from None
-        return ServerProxy(self._wb, self.name, server)
+        if not known:
+            raise AttributeError(str(server_not_found(server, self.name)))
+        return self[server]
 
+    @at_the_caller
     def __getitem__(self, server: str) -> ServerProxy:
-        self._check(server)
-        return ServerProxy(self._wb, self.name, server)
-
-    def _check(self, server: str) -> None:
+        reopen(self._wb, self.name)
         if server not in self._wb.toolbox_state(self.name).servers:
             raise server_not_found(server, self.name)
+        return ServerProxy(self._wb, self.name, server)
+
+    def _server_names(self) -> Iterable[str]:
+        """The toolbox's servers: from its snapshot while it is registered, else from the config."""
+        try:
+            return self._wb.toolbox_state(self.name).servers
+        except NotFoundError:  # closed: its config still names them
+            return self._wb.settings.toolbox(self.name).mcp_servers
 
     def __dir__(self) -> Iterable[str]:
-        names = [s for s in self.servers if s.isidentifier() and not keyword.iskeyword(s)]
+        try:
+            servers = list(self._server_names())
+        except NotFoundError:
+            servers = []
+        names = [s for s in servers if s.isidentifier() and not keyword.iskeyword(s)]
         return [*super().__dir__(), *names]
+
+    def _closed(self) -> str | None:
+        """The line of a toolbox closed since (None while it is registered)."""
+        try:
+            self._wb.toolbox_state(self.name)
+        except NotFoundError:
+            return f"Toolbox '{self.name}': closed (it opens again on use)"
+        return None
 
     def _summary(self) -> str:
         servers = self.servers
@@ -164,6 +197,8 @@ class OpenedToolbox(Generic[W]):
         return f"Toolbox '{self.name}': {ok}/{len(servers)} servers connected{resting}, {tools} tools"
 
     def __repr__(self) -> str:
+        if (closed := self._closed()) is not None:
+            return closed
         lines = [self._summary()]
         lines += [f"  {st!r}" for st in self.servers.values()]
         return "\n".join(lines)
@@ -174,6 +209,8 @@ class OpenedToolbox(Generic[W]):
     def _repr_html_(self) -> str:
         import html
 
+        if (closed := self._closed()) is not None:
+            return f"<div><b>{html.escape(closed)}</b></div>"
         limit = self._wb.display_limit
         return (
             f"<div><b>{html.escape(self._summary())}</b><br/><i>{html.escape(self.description)}</i>"
@@ -201,25 +238,36 @@ class ServerProxy:
         return self._wb.tools(f"{self._toolbox}/{self._server}")
 
     def _tool(self, name: str) -> ToolInfo:
+        reopen(self._wb, self._toolbox)
         return self._wb.tool(f"{self._toolbox}/{self._server}/{name}")
 
+    @at_the_caller
     def __getattr__(self, name: str) -> ToolCallable:
         if name.startswith("_"):
             raise AttributeError(name)
         try:
             return ToolCallable(self._wb, self._tool(name))
-        except WorkbenchError as exc:
+        except NotFoundError as exc:  # no such tool (a toolbox that cannot open says why)
             raise AttributeError(str(exc)) from None
 
+    @at_the_caller
     def __getitem__(self, name: str) -> ToolCallable:
         return ToolCallable(self._wb, self._tool(name))
 
     def __dir__(self) -> Iterable[str]:
+        if not self._wb.is_open(self._toolbox):  # Tab starts no server
+            return list(super().__dir__())
         names = [t.name for t in self.tools if t.name.isidentifier() and not keyword.iskeyword(t.name)]
         return [*super().__dir__(), *names]
 
     def __repr__(self) -> str:
         return f"{self.status!r}\n{self.tools!r}"
+
+
+def reopen(workbench: ToolboxHost, toolbox: str) -> None:
+    """Open `toolbox` again if it was closed, as a call to one of its tools does."""
+    if not workbench.is_open(toolbox):
+        workbench.open(toolbox)
 
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -235,6 +283,7 @@ class ToolCallable:
         self.__doc__ = tool.description or ""
         self.__signature__ = _signature(tool)
 
+    @at_the_caller
     def __call__(self, *args: Any, timeout: float | None = None, **kwargs: Any) -> ToolResult:
         params = list(self.tool.parameters)
         if len(args) > len(params):

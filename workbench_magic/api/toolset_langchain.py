@@ -2,7 +2,8 @@
 
 Each tool is a `StructuredTool` with both paths (`ainvoke`: `wb.acall`, `invoke`: `wb.call`), the
 tool's input schema as its args schema, answering `content_and_artifact` as langchain-mcp-adapters
-does: the content for the model, the structured content in the artifact.
+does: the content for the model, the structured content in the artifact. A tool marked destructive
+asks the person first (as `wb.chat` asks); not allowed, it does not run and the model reads why.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from workbench_magic.api.framework_tools import may_run, may_run_now
 from workbench_magic.vocabulary.errors import UrlElicitationRequired, WorkbenchError
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ def _tool(caller: Caller, tool: FrameworkTool) -> BaseTool:
     ident = tool.identifier
 
     async def acall(**arguments: Any) -> tuple[Content, dict[str, Any] | None]:
+        if (declined := await may_run(caller, tool, arguments)) is not None:
+            raise ToolException(declined)
         try:
             result = await caller.acall(ident, arguments)
         except UrlElicitationRequired:
@@ -84,6 +88,8 @@ def _tool(caller: Caller, tool: FrameworkTool) -> BaseTool:
         return tool_content(result)
 
     def call(**arguments: Any) -> tuple[Content, dict[str, Any] | None]:
+        if (declined := may_run_now(caller, tool, arguments)) is not None:
+            raise ToolException(declined)
         try:
             result = caller.call(ident, arguments)
         except UrlElicitationRequired:

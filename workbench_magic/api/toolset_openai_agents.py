@@ -2,7 +2,8 @@
 
 A result answers as the SDK's own MCP tools do with structured content on: its structured content
 as JSON, else its content blocks (`ToolOutputText`, `ToolOutputImage`); an error answers a text the
-model reads (the SDK's way for a tool failure it should see).
+model reads (the SDK's way for a tool failure it should see). A tool marked destructive asks the
+person first (as `wb.chat` asks); not allowed, it does not run and the model reads why.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import FunctionTool, ToolOutputImage, ToolOutputText
 
+from workbench_magic.api.framework_tools import may_run
 from workbench_magic.vocabulary.errors import UrlElicitationRequired, WorkbenchError
 
 if TYPE_CHECKING:
@@ -69,6 +71,8 @@ def _tool(caller: Caller, tool: FrameworkTool) -> FunctionTool:
             return f"Error: the arguments of {tool.name} are not JSON ({exc})"
         if not isinstance(arguments, dict):
             return f"Error: the arguments of {tool.name} must be a JSON object"
+        if (declined := await may_run(caller, tool, arguments)) is not None:
+            return declined
         try:
             result = await caller.acall(ident, arguments)
         except UrlElicitationRequired:

@@ -19,7 +19,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from workbench_magic.api.framework_tools import raised_result
+from workbench_magic.api.framework_tools import may_run, raised_result
 from workbench_magic.vocabulary.errors import ArgumentError, UrlElicitationRequired, WorkbenchError
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ class WorkbenchToolset(AbstractToolset[Any]):
     Args:
         caller: the workbench.
         selection: the tools, with their names.
-        before_call: awaited before each call (raising refuses it).
+        before_call: awaited before each call (raising refuses it); without it, a tool marked
+            destructive asks the person first (`may_run`), unless `confirm_destructive` is off.
         on_call: called after each call with its result.
         skills: skills read for the agent: their instructions are the toolset's.
     """
@@ -156,7 +157,8 @@ class WorkbenchToolset(AbstractToolset[Any]):
 
         Raises:
             ModelRetry: the arguments do not fit the tool's input schema.
-            ToolFailed: the tool reported an error, or the call failed (a timeout, a lost connection).
+            ToolFailed: the tool reported an error, or the call failed (a timeout, a lost connection), or
+                the tool is marked destructive and the person did not allow it (or nobody could answer).
         """
         chosen = self._selection.named(name)
         if chosen is None:
@@ -164,6 +166,8 @@ class WorkbenchToolset(AbstractToolset[Any]):
         ident = chosen.identifier
         if self._before_call is not None:
             await self._before_call(ident, tool_args, chosen.info)
+        elif (declined := await may_run(self._caller, chosen, tool_args)) is not None:
+            raise ToolFailed(declined)
         try:
             result = await self._caller.acall(ident, tool_args)
         except UrlElicitationRequired:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.extras import require_extra
 from workbench_magic.api.facade import Facade
-from workbench_magic.api.server_features import parse_identifier, parse_target
+from workbench_magic.api.server_features import names_one, parse_identifier, parse_target
 from workbench_magic.vocabulary.errors import (
     ConnectError,
     UsageError,
@@ -38,11 +38,6 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
 __all__ = ["ToolsetMethods"]
-
-
-def _split_tool(text: str) -> bool:
-    """Whether a string target names one tool (``toolbox/server/tool``) rather than a toolbox or server."""
-    return len(text.strip().split("/" if "/" in text else "__", 2)) == 3
 
 
 class ToolsetMethods(Facade):
@@ -67,8 +62,10 @@ class ToolsetMethods(Facade):
         `return_schema`), else its content (text, images as `BinaryImage`). A tool's error result,
         and a call that failed (a timeout, a lost connection), is pydantic-ai's `ToolFailed`: the
         model sees the message and goes on; arguments that do not fit the input schema are
-        `ModelRetry`. The toolbox is opened first if it is not open; the tool list follows the
-        servers' changes (read again only when they change).
+        `ModelRetry`. A tool marked `destructiveHint` asks the person first, as `wb.chat` asks (unless
+        `confirm_destructive` is off): refused, or with nobody to answer, it does not run and is a
+        `ToolFailed` saying why. The toolbox is opened first if it is not open; the tool list follows
+        the servers' changes (read again only when they change).
 
         Args:
             target: a toolbox (`"demo"`), a server (`"demo/datasets"`), one tool or a list of tools (any
@@ -76,7 +73,7 @@ class ToolsetMethods(Facade):
             prefix: name the tools `toolbox__server__tool` (True) or by their own names (False).
             before_call: (internal, for `wb.chat`) awaited as `before_call(identifier, arguments, tool_info)`
                 before each call; raising refuses the call (raise pydantic-ai's `ToolFailed` to tell the
-                model why, and the run goes on).
+                model why, and the run goes on). It replaces the question before a destructive tool.
             on_call: (internal, for `wb.chat`) `on_call(identifier, arguments, result)` after each call,
                 with the `ToolResult` (an error result saying what was raised when the call raised);
                 awaited when it returns an awaitable.
@@ -119,7 +116,9 @@ class ToolsetMethods(Facade):
         blocks when there are images), the artifact `{"structured_content": ...}` when the tool sent
         structured content, its output schema in `tool.metadata["output_schema"]`. A tool's error
         result, and a call that failed, is a `ToolException` the tool hands the model as an error
-        message (`handle_tool_error`).
+        message (`handle_tool_error`). A tool marked `destructiveHint` asks the person first, as `wb.chat`
+        asks (`invoke`: with `input()`), unless `confirm_destructive` is off; refused, or with nobody to
+        answer, it does not run and the model reads why.
 
         Args:
             target: a toolbox, a server (`toolbox/server`), one tool or a list of tools, or None (every
@@ -154,8 +153,10 @@ class ToolsetMethods(Facade):
         with structured content answers it as JSON (as the SDK's own MCP tools do with
         `use_structured_content`; a tool returning a string answers the string); otherwise its content
         (`ToolOutputText`, `ToolOutputImage`). A tool's error result, and a call that failed, answers an
-        error text the model reads. The output schema is not passed on: the SDK's `output_json_schema`
-        holds every output to it, which an error text cannot fit.
+        error text the model reads. A tool marked `destructiveHint` asks the person first, as `wb.chat`
+        asks, unless `confirm_destructive` is off; refused, or with nobody to answer, it does not run and
+        the model reads why. The output schema is not passed on: the SDK's `output_json_schema` holds
+        every output to it, which an error text cannot fit.
 
         Args:
             target: a toolbox, a server (`toolbox/server`), one tool or a list of tools, or None (every
@@ -198,7 +199,7 @@ class ToolsetMethods(Facade):
                 (name, None) for name, box in core.state.items() if box.open
             )
             return ToolSelection(core, places, None, prefix, label)
-        if isinstance(target, str) and not _split_tool(target):
+        if isinstance(target, str) and not names_one(target):
             toolbox, server = parse_target(target)
             if toolbox is None:
                 raise UsageError("Name a toolbox, toolbox/server, or a list of tools")

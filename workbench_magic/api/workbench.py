@@ -47,7 +47,7 @@ from workbench_magic.engine.cassette_deck import CassetteDeck
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Options
 from workbench_magic.engine.history import HISTORY_BYTES
-from workbench_magic.engine.runtime import Call, LoopThread
+from workbench_magic.engine.runtime import Call, LoopThread, at_the_caller
 from workbench_magic.vocabulary.errors import (
     NotFoundError,
     UsageError,
@@ -177,7 +177,17 @@ class Workbench(
         None, allow_none=True, help="Config file; unset = $WORKBENCH_CONFIG, ./workbench-config.json, demo."
     ).tag(config=True)
     confirm_destructive = Bool(
-        True, help="wb.chat asks the person before a tool marked destructiveHint runs (off: it just runs)."
+        True,
+        help=(
+            "wb.chat and the toolsets (wb.toolset, wb.langchain_tools, wb.openai_agents_tools) ask the person"
+            " before a tool marked destructiveHint runs; with nobody to answer, it does not run (off: it just runs)."
+        ),
+    ).tag(config=True)
+    tool_retries = Int(
+        3,
+        min=0,
+        help="Times a model (wb.chat, %%chat, wb.evaluate) may call a tool again after a call with bad arguments, "
+        "each time told the error; past it the turn stops, and its ChatTurn says so.",
     ).tag(config=True)
     chat_model = ModelOrName(
         None,
@@ -397,6 +407,7 @@ class Workbench(
             for name, tb in self.settings.toolboxes.items()
         )
 
+    @at_the_caller
     def open(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Workbench]:
         """Open a toolbox: every server connects, concurrently.
 
@@ -449,6 +460,7 @@ class Workbench(
 
         return await self._core.open(name, self.settings, lazy=lazy)
 
+    @at_the_caller
     def add_server(self, target: str, server: Any) -> OpenedToolbox[Workbench]:
         """Add a server written in the notebook and connect it, in-process.
 
@@ -512,6 +524,7 @@ class Workbench(
         state = self._core.state.get(name)
         return state is not None and state.open
 
+    @at_the_caller
     def toolbox_state(self, name: str) -> BoxState:
         """The current snapshot of a registered toolbox (open, or whose open failed).
 
@@ -531,6 +544,7 @@ class Workbench(
             raise toolbox_not_open(name)
         return state
 
+    @at_the_caller
     def opened(self, name: str) -> OpenedToolbox[Workbench]:
         """The view of an already opened toolbox.
 
@@ -549,6 +563,7 @@ class Workbench(
             raise toolbox_not_open(name)
         return OpenedToolbox(self, name)
 
+    @at_the_caller
     def close(self, name: str) -> None:
         """Close a toolbox: every connection ends, every child process exits.
 
@@ -584,6 +599,7 @@ class Workbench(
         """
         await self._arun(self._core.close([name], self.settings))
 
+    @at_the_caller
     def reconnect(self, target: str) -> OpenedToolbox[Workbench]:
         """Reconnect every server of a toolbox, or one (`dev/server`).
 
@@ -603,6 +619,7 @@ class Workbench(
         self._run(self._core.reconnect(toolbox, server, self.settings))
         return OpenedToolbox(self, toolbox)
 
+    @at_the_caller
     def logs(self, target: str) -> str:
         """The stderr a stdio server wrote (all of it, across reconnects).
 
@@ -635,6 +652,7 @@ class Workbench(
         return History(self._loop.run_sync(core.history) if self._loop.alive else core.history())
 
     # ---- lookups --------------------------------------------------------------------
+    @at_the_caller
     def tool(self, identifier: Any) -> ToolInfo:
         """The `ToolInfo` of a tool of an open toolbox (the core's one lookup, `Core.tool`).
 
@@ -652,6 +670,7 @@ class Workbench(
         """
         return self._core.tool(parse_identifier(identifier), self.settings)
 
+    @at_the_caller
     def tools(self, target: str | None = None) -> ToolList:
         """Tools of every open toolbox, of one toolbox (`dev`) or of one server (`dev/server`).
 
@@ -680,6 +699,7 @@ class Workbench(
             raise server_not_found(server, toolbox)
         return ToolList(state.tools.get(server, ()))
 
+    @at_the_caller
     def search(self, query: str, target: str | None = None) -> ToolList:
         """Tools whose name, description or location contains every word of `query`.
 

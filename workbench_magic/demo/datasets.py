@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 import anyio
 import mcp_types as types
 from mcp.server import MCPServer
+from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -263,7 +264,15 @@ async def _log(ctx: Context, level: LoggingLevel, message: str) -> None:
     threshold = None if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else _LogState.level
     if threshold is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
         return
-    await ctx.log(level, message, logger_name=LOGGER)
+    # The notification itself, not `ctx.log`: the SDK marks every logging helper deprecated (the
+    # capability is, at 2026-07-28), and their warnings would be the first lines of this log.
+    request = ctx.request_context
+    if level not in allowed_log_levels(request.protocol_version, request.meta):  # the SDK's gate
+        return
+    params = types.LoggingMessageNotificationParams(level=level, data=message, logger=LOGGER)
+    await request.session.send_notification(
+        types.LoggingMessageNotification(params=params), related_request_id=request.request_id
+    )
 
 
 async def _set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
@@ -592,8 +601,8 @@ async def complete(
 
 def main() -> None:
     """Run the server over stdio."""
-    # Log messages and sampling are deprecated at 2026-07-28 (both eras are served): keep the
-    # SDK's warnings about them out of the server's stderr.
+    # Sampling is deprecated at 2026-07-28 (both eras are served): keep the SDK's own warnings
+    # about it (its resolvers use what it deprecates) out of the server's stderr.
     warnings.simplefilter("ignore", MCPDeprecationWarning)
     mcp.run()
 

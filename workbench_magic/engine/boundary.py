@@ -8,8 +8,13 @@ listing) fails through `failure()`, one table for all of them:
 - JSON-RPC -32000 or a closed stream: `connection closed`, and the connection is lost (the
   next request reconnects);
 - JSON-RPC -32042: `UrlElicitationRequired` with the links;
+- an HTTP error status, which the SDK reports (but 404) as `Server returned an error response`
+  without the status: the status the transport heard (`HttpStatus`), `HTTP 401 Unauthorized
+  (check the server's token/headers)`;
 - any other JSON-RPC error: its message, its code kept in `.code`;
 - anything else from the SDK or the transport: a one-line reason, never a bare class name.
+
+A connection that fails to connect says why with the same reasons (`reason()`).
 
 A call's failure is a `ToolError`, any other request's a `RequestError`; the message starts with
 the request's one text (`errors.REQUEST_TEXTS`). What is not a request of one connection (a
@@ -19,6 +24,7 @@ subscription, a log level set on many) goes through `contained()`: the same one-
 from __future__ import annotations
 
 import asyncio
+import http
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -38,19 +44,67 @@ CONNECTION_CLOSED = -32000
 URL_ELICITATION_REQUIRED = -32042
 """MCP's "open these links first" error (`mcp_types.URL_ELICITATION_REQUIRED`)."""
 
+INTERNAL_ERROR = -32603
+"""JSON-RPC's internal error (`mcp_types.INTERNAL_ERROR`), which the SDK's stand-in for an HTTP error carries."""
+SDK_HTTP_ERROR = "Server returned an error response"
+"""What the SDK's streamable HTTP transport says for an HTTP error status (all but 404), status untold."""
+CHECK_CREDENTIALS = frozenset({401, 403})
+"""Statuses whose reason says what to check."""
+
 T = TypeVar("T")
+
+
+class HttpStatus:
+    """The last HTTP error status a connection's server answered (its transport records it)."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+    def heard(self, status: int) -> None:
+        if status >= 400:
+            self.status = status
+
+
+def http_reason(status: int) -> str:
+    """`HTTP 401 Unauthorized (check the server's token/headers)`: an HTTP error status as a reason."""
+    try:
+        phrase = f" {http.HTTPStatus(status).phrase}"
+    except ValueError:
+        phrase = ""
+    hint = " (check the server's token/headers)" if status in CHECK_CREDENTIALS else ""
+    return f"HTTP {status}{phrase}{hint}"
+
+
+def reason(exc: BaseException, heard: HttpStatus | None = None) -> str:
+    """The one-line reason for an SDK or transport failure (`exc`, a leaf): the HTTP status behind
+    the SDK's `Server returned an error response` when the transport heard one, else its text."""
+    if heard is not None and heard.status is not None and _code(exc) == INTERNAL_ERROR:
+        if getattr(getattr(exc, "error", None), "message", None) == SDK_HTTP_ERROR:
+            return http_reason(heard.status)
+    return describe_exception(exc)
+
 
 _CLOSED_STREAMS = frozenset({"ClosedResourceError", "BrokenResourceError", "EndOfStream"})
 """anyio's stream errors: the transport under the session is gone."""
 
 
 def failure(
-    exc: BaseException, *, kind: str, name: str, server: str, toolbox: str, limit: float | None = None
+    exc: BaseException,
+    *,
+    kind: str,
+    name: str,
+    server: str,
+    toolbox: str,
+    limit: float | None = None,
+    heard: HttpStatus | None = None,
 ) -> tuple[WorkbenchError, bool]:
     """The workbench error for a failed request, and whether the connection was lost.
 
     `kind` is one of `errors.REQUEST_TEXTS` (call, read, prompt, complete, list); `name` names
-    what was asked (the tool, the URI, the prompt); `limit` is the request's time limit.
+    what was asked (the tool, the URI, the prompt); `limit` is the request's time limit; `heard`,
+    the HTTP statuses of the connection's transport.
     """
     leaf = leaf_exception(exc)
     if isinstance(leaf, WorkbenchError):
@@ -66,7 +120,7 @@ def failure(
         return error_type(f"{prefix}: connection closed", code=code), True
     if code == URL_ELICITATION_REQUIRED:
         return url_elicitation_required(prefix, leaf), False
-    return error_type(f"{prefix}: {describe_exception(leaf)}", code=code), False
+    return error_type(f"{prefix}: {reason(leaf, heard)}", code=code), False
 
 
 def _code(exc: BaseException) -> int | None:

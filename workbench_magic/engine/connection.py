@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from workbench_magic.engine.boundary import HttpStatus, reason
 from workbench_magic.engine.catalog import same_tools
 from workbench_magic.engine.eras import MODERN, client_mode, discover
 from workbench_magic.engine.extension_tasks import tasks_extension_offer
@@ -37,7 +38,6 @@ from workbench_magic.engine.wiretap import WireTap, tapped
 from workbench_magic.vocabulary.errors import (
     ConnectError,
     connect_text,
-    describe_exception,
     leaf_exception,
 )
 from workbench_magic.vocabulary.listings import IDLE, ServerStatus, ToolInfo
@@ -128,6 +128,8 @@ class Connection(Requesting, Listening):
         self._retry_at = 0.0
         self.log = StderrLog(f"{toolbox}-{name}")
         self.stdout_junk: list[str] = []
+        self.http_status = HttpStatus()
+        """The HTTP error statuses its server answered (streamable HTTP; boundary.py words them)."""
         self.secrets: frozenset[str] = frozenset(getattr(config, "secrets", ()) or ())
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -160,6 +162,11 @@ class Connection(Requesting, Listening):
     @property
     def transport(self) -> str:
         return self.config.transport or ("stdio" if self.config.command else "http")
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request to the server is in flight (a restart now would cut it off)."""
+        return bool(self._in_flight)
 
     def snapshot(self) -> ServerStatus:
         return ServerStatus(
@@ -283,10 +290,11 @@ class Connection(Requesting, Listening):
                 self._failed(message)
                 raise ConnectError(message) from None
             except asyncio.CancelledError:
-                # The person gave up on this server: calls do not start another wait for it
-                # (open and reconnect still try at once).
+                # An interrupt (or a call's own limit) is no failure of the server: no backoff,
+                # no count towards one; the next call or open tries again at once.
                 self._abandon()
-                self._failed(self.failure_message("cancelled while connecting"), backoff=BACKOFF_MAX)
+                self._set("failed", self.failure_message("cancelled while connecting"))
+                self._retry_at = 0.0
                 raise
             except ConnectError as exc:
                 self._failed(str(exc))
@@ -299,12 +307,12 @@ class Connection(Requesting, Listening):
         if ready.done():
             return
         if owner.cancelled():
-            reason = "cancelled while connecting"
+            why = "cancelled while connecting"
         elif (error := owner.exception()) is not None:
-            reason = describe_exception(error)
+            why = reason(leaf_exception(error), self.http_status)
         else:
-            reason = "the connection ended before it was ready"
-        ready.set_exception(ConnectError(self.failure_message(reason)))
+            why = "the connection ended before it was ready"
+        ready.set_exception(ConnectError(self.failure_message(why)))
         ready.exception()  # mark retrieved: the waiter may be gone too
 
     def _abandon(self) -> None:
@@ -398,6 +406,7 @@ class Connection(Requesting, Listening):
             server=self.server_object,
             stop=self.stop_policy,
             relay=self.relay,
+            heard=self.http_status,
         )
         if self.wire_tap is not None:
             transport = tapped(transport, self.wire_tap, self.toolbox, self.name, self.secrets)
@@ -504,19 +513,19 @@ class Connection(Requesting, Listening):
         except BaseException as exc:
             leaf = leaf_exception(exc)
             if isinstance(leaf, asyncio.CancelledError) and not ready.done():
-                reason = "cancelled while connecting"
+                why = "cancelled while connecting"
             else:
-                reason = describe_exception(leaf)
+                why = reason(leaf, self.http_status)
             if not ready.done():
                 tail = self.log.tail()
                 if tail:
-                    reason = f"{reason} (stderr: {tail})"
+                    why = f"{why} (stderr: {tail})"
                 if self.stdout_junk:
-                    reason = f"{reason} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
-                ready.set_exception(ConnectError(self.failure_message(reason)))
+                    why = f"{why} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
+                ready.set_exception(ConnectError(self.failure_message(why)))
                 ready.exception()  # mark retrieved
             elif self.status != "closed":
-                logger.debug("server %s/%s ended: %s", self.toolbox, self.name, reason)
+                logger.debug("server %s/%s ended: %s", self.toolbox, self.name, why)
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:

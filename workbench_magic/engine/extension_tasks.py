@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.extensions import TASKS_EXTENSION_ID, raw_request
-from workbench_magic.engine.tasks import StatusCallback, TaskEnded, cancel_shielded, poll_wait, status_reporter
+from workbench_magic.engine.tasks import (
+    CANCELLED_HERE,
+    StatusCallback,
+    TaskEnded,
+    cancel_shielded,
+    poll_wait,
+    status_reporter,
+)
 from workbench_magic.vocabulary.tasks import TERMINAL, TaskState
 
 if TYPE_CHECKING:
@@ -103,7 +110,7 @@ async def follow_task(session: Any, created: Mapping[str, Any]) -> Any:
                 lambda: raw_request(session, "tasks/cancel", {"taskId": task_id}, name=task_id), task_id
             )
             if following.on_status is not None:
-                following.on_status(TaskState("cancelled", task.get("statusMessage"), task_id))
+                following.on_status(TaskState("cancelled", CANCELLED_HERE, task_id))
         raise
     status = task.get("status")
     if status == "completed":

@@ -5,7 +5,8 @@ Profiling `serve` under load showed a forwarded call spending more in the SDK's 
 request model and its JSON, the dispatcher's tasks, a span, the response's validation into a
 message union) than in the server it reaches. For a call that needs nothing of the session, the
 relay writes the request line itself, under an id the SDK never uses (a string: the SDK counts in
-integers), and the transport's reader hands it the response line unparsed (transports.py).
+integers), and the transport's reader, which parses every line once, hands it the response as a
+plain JSON object, not validated into the SDK's message models (transports.py).
 Both travel in the session's own order: the request through the transport's writer queue (after
 what the session sent before it, a `logging/setLevel` say), the response through the read stream,
 taken off it (`RelayedRead`) only when the session asks for the next message, so that what the
@@ -80,15 +81,12 @@ class Relay:
         """`send(line)`: put one encoded line in the transport's writer queue, behind the session's."""
         self._send = send
 
-    def answer_in(self, line: str) -> Answer | None:
-        """The answer to a relayed call that `line` (one line of the server's stdout) holds, else None."""
-        if not self._pending or _PREFIX not in line:
+    def answer_of(self, message: object) -> Answer | None:
+        """The answer to a relayed call that `message` (one line of the server's stdout, parsed) is, else None."""
+        if not self._pending or not isinstance(message, dict) or "method" in message:
             return None
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(message, dict) or "method" in message or message.get("id") not in self._pending:
+        request_id = message.get("id")
+        if not isinstance(request_id, str) or request_id not in self._pending:
             return None
         return Answer(message)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from workbench_magic.engine.boundary import failure
+from workbench_magic.engine.boundary import HttpStatus, failure
 from workbench_magic.engine.extension_tasks import following_task
 from workbench_magic.engine.extensions import TASKS_EXTENSION_ID
 from workbench_magic.engine.lazy import LazyStart, cached_list
@@ -63,6 +63,7 @@ class Requesting:
     _in_flight: list[InFlight]
     relay: Relay | None
     wire_tap: WireTap | None
+    http_status: HttpStatus
 
     if TYPE_CHECKING:
 
@@ -158,7 +159,9 @@ class Requesting:
             with anyio.fail_after(limit) as scope, self._serving(scope):
                 yield
         except Exception as exc:
-            error, lost = failure(exc, kind=kind, name=name, server=self.name, toolbox=self.toolbox, limit=limit)
+            error, lost = failure(
+                exc, kind=kind, name=name, server=self.name, toolbox=self.toolbox, limit=limit, heard=self.http_status
+            )
             if lost:
                 self.connection_lost()
         if error is not None:  # raised here, outside the handler: no chain (ipykernel and groups)

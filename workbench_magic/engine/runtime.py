@@ -16,11 +16,14 @@ from __future__ import annotations
 import _thread
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable, Coroutine
+from types import TracebackType
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from workbench_magic.vocabulary.errors import WorkbenchError, leaf_exception
@@ -34,14 +37,45 @@ CANCEL_GRACE = 1.0
 _DONE = object()
 
 
+DEBUG_SWITCH = "WORKBENCH_DEBUG"
+"""Set to 1 (anything but empty or 0): tracebacks keep the workbench's own frames."""
+
+
+def full_tracebacks() -> bool:
+    """Whether `WORKBENCH_DEBUG` asks for the workbench's frames in tracebacks (read each time)."""
+    return os.environ.get(DEBUG_SWITCH, "") not in ("", "0")
+
+
+class AtTheCaller(contextlib.ContextDecorator):
+    """`@at_the_caller` on a public entry point (or `with at_the_caller:` around its body): a user
+    error (`WorkbenchError`) or an interrupt leaves it with no traceback of its own, so the person
+    sees their frames and the one line. The interpreter re-raises from `__exit__` without adding
+    the entry point's frame, so none of the workbench's frames is left. Other exceptions (a bug)
+    keep every frame; `WORKBENCH_DEBUG=1` keeps them all."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if isinstance(exc, WorkbenchError | KeyboardInterrupt) and not full_tracebacks():
+            exc.__traceback__ = None
+
+
+at_the_caller = AtTheCaller()
+"""The one `AtTheCaller` (it keeps no state: nested and concurrent uses share it)."""
+
+
 def clean(exc: BaseException) -> BaseException:
-    """The leaf of an exception group, without the chain (ipykernel hangs on groups in chains)."""
+    """The leaf of an exception group, without the chain (ipykernel hangs on groups in chains); a
+    `WorkbenchError` also without its frames on the loop thread (unless `WORKBENCH_DEBUG`)."""
     leaf = leaf_exception(exc)
     if isinstance(leaf, WorkbenchError):
         leaf.__context__ = None
         leaf.__cause__ = None
         leaf.__suppress_context__ = True
-        return leaf.with_traceback(None)
+        return leaf if full_tracebacks() else leaf.with_traceback(None)  # where the loop raised it
     return leaf
 
 

@@ -2,6 +2,9 @@
 
 jsonschema-rs decides (it imports in milliseconds and validates in microseconds); only when
 something does not fit is `jsonschema` imported, to phrase the error as our texts always have.
+A remote `$ref` is never fetched (both libraries would, by default): a schema that needs one is
+not checked here, and the server judges the arguments. A local `$ref` that points to nothing
+refuses the call, in the words `check_schemas` uses (`portability.local_target`, one rule).
 """
 
 from __future__ import annotations
@@ -18,26 +21,50 @@ from workbench_magic.vocabulary.listings import ToolInfo
 
 logger = logging.getLogger("workbench_magic")
 
-_validators: dict[int, tuple[dict[str, Any], Any]] = {}
+_validators: dict[int, tuple[dict[str, Any], Any, str | None]] = {}
 
 
-def _validator(schema: dict[str, Any]) -> Any:
-    """A cached jsonschema-rs validator for the schema (`$ref`/`$defs` resolve against it), or
-    None when it cannot compile the schema (the server then judges the arguments)."""
+def _compiled(schema: dict[str, Any]) -> tuple[Any, str | None]:
+    """A cached jsonschema-rs validator for the schema (`$ref`/`$defs` resolve against it, nothing
+    is fetched), or None when it cannot compile the schema; and the first local `$ref` that points
+    to nothing, looked for only then."""
     cached = _validators.get(id(schema))
     if cached is not None and cached[0] is schema:
-        return cached[1]
+        return cached[1], cached[2]
     import jsonschema_rs
 
+    dangling = None
     try:
-        validator = jsonschema_rs.validator_for(schema)
+        validator = jsonschema_rs.validator_for(schema, offline=True)
     except Exception as exc:  # a server's broken (or exotic) schema is not the person's fault
         logger.debug("schema not checked (%s): %s", type(exc).__name__, exc)
         validator = None
+        dangling = dangling_ref(schema)
     if len(_validators) > 4096:
         _validators.clear()
-    _validators[id(schema)] = (schema, validator)
-    return validator
+    _validators[id(schema)] = (schema, validator, dangling)
+    return validator, dangling
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    return _compiled(schema)[0]
+
+
+def dangling_ref(schema: Any) -> str | None:
+    """The first local `$ref` in `schema` that points to nothing in it, else None."""
+    from workbench_magic.vocabulary.portability import local_target
+
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#") and not local_target(ref, schema)[0]:
+                return ref
+            pending.extend(reversed(node.values()))
+        elif isinstance(node, list):
+            pending.extend(reversed(node))
+    return None
 
 
 def import_jsonschema() -> Any:
@@ -115,7 +142,7 @@ def prime_output_validators(session: Any, schemas: dict[str, dict[str, Any]]) ->
                 continue
             cls = jsonschema.validators.validator_for(output_schema)
             python = cls(output_schema, registry=Registry())
-            fast = jsonschema_rs.validator_for(output_schema, validate_formats=False)
+            fast = jsonschema_rs.validator_for(output_schema, validate_formats=False, offline=True)
             cache[name] = RsFirst(python, fast)
         except Exception as exc:
             logger.debug("output schema of %s not primed: %s", name, exc)
@@ -144,10 +171,13 @@ def first_error(schema: dict[str, Any], instance: Any) -> Any:
     """The error to show for an instance jsonschema-rs found invalid: jsonschema's `best_match`
     (its messages are the ones our texts have always quoted), imported only on this error path.
     None when jsonschema sees no error (the two disagree) or cannot judge the schema."""
+    from referencing import Registry
+
     jsonschema = import_jsonschema()
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        return jsonschema.exceptions.best_match(cls(schema).iter_errors(instance))
+        # An explicit empty registry: without one, jsonschema fetches a remote `$ref`.
+        return jsonschema.exceptions.best_match(cls(schema, registry=Registry()).iter_errors(instance))
     except Exception:
         return None
 
@@ -201,7 +231,12 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
         raise invalid_arguments(
             tool.name, f"expected a mapping of argument names to values, got {type(arguments).__name__}"
         )
-    validator = _validator(tool.input_schema)
+    validator, dangling = _compiled(tool.input_schema)
+    if dangling is not None:
+        from workbench_magic.vocabulary.portability import points_to_nothing
+
+        detail = f"its input schema cannot be checked: {points_to_nothing(dangling)}"
+        raise invalid_arguments(tool.name, detail, server=tool.server, toolbox=tool.toolbox)
     if validator is None:
         return
     fits = _fits(validator, arguments)

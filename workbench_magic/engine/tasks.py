@@ -41,6 +41,9 @@ POLL_DEFAULT = 1.0
 """Seconds between `tasks/get` when the server suggests no `pollInterval`."""
 POLL_BOUNDS = (0.05, 30.0)
 """The shortest and the longest wait between two polls, whatever the server suggests."""
+CANCELLED_HERE = "cancelled"
+"""The message of a task the caller cancelled (an interrupt, a timeout, `cancel()`): not what the
+task said last, `still going` say."""
 CANCEL_GRACE = 5.0
 """Seconds a `tasks/cancel` may take once the caller stopped waiting."""
 CLIENT_POLL_MS = 500
@@ -145,7 +148,7 @@ async def call_as_task(
         if task.status not in TERMINAL:
             await _cancel(session, task.task_id)
             if on_status is not None:
-                on_status(TaskState("cancelled", task.status_message, task.task_id))
+                on_status(TaskState("cancelled", CANCELLED_HERE, task.task_id))
         raise
     finally:
         for waiting in (poller, asked):

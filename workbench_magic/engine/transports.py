@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from workbench_magic.config.models import ServerConfig
+    from workbench_magic.engine.boundary import HttpStatus
     from workbench_magic.engine.relay import Relay
 
 T = TypeVar("T")
@@ -33,10 +34,11 @@ def make_transport(
     server: Any = None,
     stop: StopPolicy | None = None,
     relay: Relay | None = None,
+    heard: HttpStatus | None = None,
 ) -> Any:
     """The transport for a server: a child process over stdio (stopped as `stop` says when the
-    transport closes), a URL, or a server object served in this process (`server`, else the one
-    `config.python` names)."""
+    transport closes), a URL (streamable HTTP tells `heard` its error statuses), or a server
+    object served in this process (`server`, else the one `config.python` names)."""
     if kind == "python":
         from workbench_magic.engine.inprocess import inprocess_transport, load_server, resolve_server
 
@@ -66,7 +68,7 @@ def make_transport(
         from mcp.client.sse import sse_client
 
         return sse_client(config.url, headers=headers or None, timeout=connect_timeout, auth=auth)
-    return _http_transport(config.url, headers, auth)
+    return _http_transport(config.url, headers, auth, heard)
 
 
 _PAGE_CAP = 1000
@@ -97,14 +99,20 @@ async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -
     return items
 
 
-def _http_transport(url: str, headers: dict[str, str], auth: Any = None) -> Any:
-    """Streamable HTTP with our own httpx2 client (for headers and auth), closed with the transport."""
+def _http_transport(url: str, headers: dict[str, str], auth: Any = None, heard: HttpStatus | None = None) -> Any:
+    """Streamable HTTP with our own httpx2 client (for headers and auth, and to hear the HTTP
+    status of an error, which the SDK does not tell), closed with the transport."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def hear(response: Any) -> None:
+        if heard is not None:
+            heard.heard(response.status_code)
 
     @contextlib.asynccontextmanager
     async def transport() -> Any:
         async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
+            http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], hear]}
             async with streamable_http_client(url, http_client=http) as streams:
                 yield streams
 
@@ -190,7 +198,6 @@ async def stdio_transport(
     `relay` writes its calls on the same stdin and takes their answers before the session (relay.py)."""
     import anyio
     import anyio.lowlevel
-    from anyio.streams.text import TextReceiveStream
     from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
 
@@ -206,6 +213,7 @@ async def stdio_transport(
     )
     _track(process.pid, True)
     stop.process_group = process.pid  # start_new_session: the leader's pid is the group's
+    _widen_stdout(process)
     # No await until the task group is entered: a cancellation in the gap would leak the process.
     reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception | Answer](0)
     write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage | bytes](0)
@@ -213,19 +221,22 @@ async def stdio_transport(
     closing = False
 
     async def read_stdout() -> None:
-        assert process.stdout is not None
-        stdout = TextReceiveStream(process.stdout, encoding="utf-8")
+        stdout = process.stdout
+        assert stdout is not None
         try:
             async with reader_in:
                 try:
-                    buffer = ""
-                    async for chunk in stdout:  # one line at a time: no read-ahead while a delivery waits
-                        lines = (buffer + chunk).split("\n")
-                        buffer = lines.pop()
-                        for line in lines:
-                            answer = relay.answer_in(line) if relay is not None else None
+                    lines_of = LineBuffer()
+                    while True:  # one line at a time: no read-ahead while a delivery waits
+                        try:
+                            chunk = await stdout.receive(_READ)
+                        except anyio.EndOfStream:
+                            break
+                        for line in lines_of.feed(chunk):
+                            if len(line) > _READ:  # a big line: others' turn between its join and its parse
+                                await anyio.lowlevel.checkpoint()
                             try:
-                                await reader_in.send(answer if answer is not None else _parse_line(line))
+                                await reader_in.send(_message_of(line, relay))
                             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                                 return
                 finally:
@@ -313,8 +324,79 @@ def _dies_with_us(command: str, args: list[str], env: dict[str, str], cwd: Any) 
     return [setpriv, "--pdeathsig", "KILL", "--", found, *args]
 
 
+_READ = 1 << 20
+"""The most a read of a server's stdout takes at once (what the pipe holds, up to this)."""
+
+
+_PIPE_SIZE = 1 << 20
+"""What a server's stdout pipe holds (Linux's default is 64 KiB: a big result would take a
+wake-up of the loop per 64 KiB; 1 MiB is the most an unprivileged process may ask by default)."""
+
+
+def _widen_stdout(process: Any) -> None:
+    """Ask for a stdout pipe of `_PIPE_SIZE` (Linux; elsewhere, or where refused, it stays as it is).
+    The pipe is the asyncio subprocess transport's (anyio does not hand it out)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import fcntl
+
+    transport: Any = getattr(getattr(process, "_process", None), "_transport", None)
+    pipe = transport.get_pipe_transport(1) if hasattr(transport, "get_pipe_transport") else None
+    stdout = pipe.get_extra_info("pipe") if pipe is not None else None
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is None or stdout is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(stdout.fileno(), set_size, _PIPE_SIZE)
+
+
+class LineBuffer:
+    """Splits a stream of byte chunks into its lines (without the newline), in time linear in
+    the bytes: a chunk with no newline is kept as it is, and a line is joined once, at its end
+    (a 20 MB result used to copy the whole line read so far on every 64 KB chunk)."""
+
+    __slots__ = ("_pieces",)
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines that `chunk` completes, in order."""
+        if b"\n" not in chunk:
+            if chunk:
+                self._pieces.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        if self._pieces:
+            self._pieces.append(lines[0])
+            lines[0] = b"".join(self._pieces)
+            self._pieces.clear()
+        tail = lines.pop()
+        if tail:
+            self._pieces.append(tail)
+        return lines
+
+
+def _message_of(line: bytes, relay: Relay | None) -> Any:
+    """One stdout line, parsed once: the answer to a relayed call, a message, or the parse error as
+    a value (no log: the connection keeps it). Parsing the JSON apart from validating the message
+    costs less than the SDK's `validate_json` (which, on a 40 MB line, took three times as long as
+    the parse) and leaves nothing to scan the line for."""
+    import mcp_types
+    import pydantic_core
+    from mcp.shared.message import SessionMessage
+
+    try:
+        data = pydantic_core.from_json(line)
+        if relay is not None and (answer := relay.answer_of(data)) is not None:
+            return answer
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(data, by_name=False))
+    except ValueError:
+        return _parse_line(line.decode("utf-8", "replace"))  # the SDK's own error, which holds the line
+
+
 def _parse_line(line: str) -> Any:
-    """One stdout line: a message, or the parse error as a value (no log: the connection keeps it)."""
+    """A stdout line parsed as the SDK parses it: a message, or the parse error as a value."""
     import mcp_types
     from mcp.shared.message import SessionMessage
 

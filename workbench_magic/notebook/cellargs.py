@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from workbench_magic.vocabulary.errors import UsageError, first_line, raise_alone
+from workbench_magic.vocabulary.errors import UsageError, first_line, invalid_yaml, raise_alone
 
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -104,15 +104,8 @@ def parse_body(body: str) -> dict[str, Any]:
 
         try:
             data = yaml.safe_load(body)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-            detail = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            problem = f"Invalid YAML in the %%use_tool body{where}: {detail}"
-        except RecursionError:
-            problem = "Invalid YAML in the %%use_tool body: nested too deeply"
-        except (ValueError, TypeError) as exc:  # a value the loader cannot build, e.g. `2024-02-30`
-            problem = f"Invalid YAML in the %%use_tool body: {first_line(exc)}"
+        except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:  # ValueError: `2024-02-30`
+            raise_alone(invalid_yaml("the %%use_tool body", exc))
     if problem is not None:
         raise_alone(UsageError(problem))
     if data is None:

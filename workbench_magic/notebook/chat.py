@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
 from workbench_magic.notebook.subcommands import MagicParser, split_line
-from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, call_header_html, usage_html
+from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, call_header_html, checked_prompt, usage_html
 from workbench_magic.vocabulary.errors import UsageError, raise_alone
 
 if TYPE_CHECKING:
@@ -111,9 +111,7 @@ class LiveChatView:
         else:
             _display(line)
         if call.result is not None:
-            bundle = call.result._repr_mimebundle_()
-            bundle.pop("application/json", None)  # JupyterLab would show it as a tree, not the table
-            _display(bundle, raw=True)
+            _display(call.result._repr_mimebundle_(), raw=True)
 
     def on_finish(self, turn: ChatTurn) -> None:
         """The usage and cost line; the turn is not shown again as this cell's value."""
@@ -178,7 +176,9 @@ def chat_view() -> LiveChatView | None:
 class ChatMagics(Magics):
     """`%%chat [TOOLBOX] [--model M] [--skill TOOLBOX/SERVER/NAME ...]` and `%chat reset`.
 
-    `--model` is a `provider:model` name, or `$name`: the pydantic-ai `Model` in a notebook variable.
+    `--model` is a `provider:model` name, or `$name`: the pydantic-ai `Model` in a notebook variable;
+    the conversation keeps it, so a later `%%chat` without `--model` goes on with it (`%chat reset`
+    forgets it; unset, `wb.chat_model`). The prompt is the cell's text: non-empty.
     `--skill` (again for more) names a skill the model follows this turn (`wb.chat(skills=...)`).
 
     Args:
@@ -205,9 +205,7 @@ class ChatMagics(Magics):
         parser.add_argument("--model", default=None)
         parser.add_argument("--skill", action="append", default=None)
         ns = parser.parse(argv)
-        prompt = cell.strip()
-        if not prompt:
-            raise_alone(UsageError(f"%%chat needs a prompt in the cell. {CHAT_HINT}"))
+        prompt = checked_prompt(cell.strip(), "%%chat", CHAT_HINT)
         return self._workbench().chat(prompt, toolbox=ns.toolbox, model=self._model(ns.model), skills=ns.skill)
 
     def _model(self, text: str | None) -> Any:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.completer import SimpleCompletion, context_matcher
 
-from workbench_magic.notebook.subcommands import SUBCOMMANDS
+from workbench_magic.notebook.subcommands import SUBCOMMANDS, comment_start
 from workbench_magic.vocabulary.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ class MagicCompleter:
             words = _safe_words(first)
             return [f"{name}: " for name in self._argument_names(words[1] if len(words) > 1 else "")]
         stripped = current.lstrip()
+        if stripped.startswith(("%workbench", "%%use_tool", "%use_tool")) and comment_start(stripped) is not None:
+            return []  # the cursor is in the line's comment
         words = _safe_words(stripped)
         completing_new = stripped.endswith((" ", "\t"))
         index = len(words) if completing_new else len(words) - 1
@@ -175,6 +177,8 @@ def _pairs_dict(pairs: list[str]) -> dict[str, str]:
 
 
 def _safe_words(text: str) -> list[str]:
+    start = comment_start(text)
+    text = text if start is None else text[:start]
     try:
         return shlex.split(text)
     except ValueError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,14 +42,16 @@ def _escape(value: Any) -> Any:
 
 
 def _relative(path: str, notebook: Path) -> str:
-    """`path` as the notebook (run from its own directory) finds it: relative when they share a
-    folder below the root, else absolute."""
+    """`path` as the notebook (run from its own directory) finds it, quoted for a magic line (a
+    space or a leading `#` would split it or start a comment): relative when they share a folder
+    below the root, else absolute."""
     target, folder = Path(path).resolve(), notebook.resolve().parent
     try:
         shared = os.path.commonpath([target, folder])
     except ValueError:  # another drive on Windows
-        return str(target)
-    return os.path.relpath(target, folder) if Path(shared).parent != Path(shared) else str(target)
+        return shlex.quote(str(target))
+    found = os.path.relpath(target, folder) if Path(shared).parent != Path(shared) else str(target)
+    return shlex.quote(found)
 
 
 def call_cell(record: CallRecord) -> str:

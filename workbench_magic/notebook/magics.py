@@ -17,8 +17,11 @@ from workbench_magic.notebook.cellargs import parse_body, parse_pairs, substitut
 from workbench_magic.notebook.completion import MagicCompleter, make_matcher
 from workbench_magic.notebook.subcommands import SUBCOMMANDS, MagicParser, help_text, split_line
 from workbench_magic.vocabulary.errors import UsageError, WorkbenchError, raise_alone
+from workbench_magic.vocabulary.rendering import description_text
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from IPython.core.interactiveshell import InteractiveShell
 
     from workbench_magic.api.tracing import Trace
@@ -171,7 +174,12 @@ class WorkbenchMagics(Magics):
         p.add_argument("target", nargs="?")
         ns = p.parse(args)
         rows = [
-            (f"{r.toolbox}/{r.server}", r.uri, "template" if r.template else "resource", r.description or "")
+            (
+                f"{r.toolbox}/{r.server}",
+                r.uri,
+                "template" if r.template else "resource",
+                description_text(r.description),
+            )
             for r in self.workbench.resources(ns.target)
         ]
         return TableView(("server", "uri", "kind", "description"), rows, "Resources", "(no resources)")
@@ -201,7 +209,7 @@ class WorkbenchMagics(Magics):
             (
                 f"{pr.toolbox}/{pr.server}/{pr.name}",
                 ", ".join(f"{n}{'' if req else '?'}" for n, req, _ in pr.arguments),
-                pr.description or "",
+                description_text(pr.description),
             )
             for pr in self.workbench.prompts(ns.target)
         ]
@@ -380,13 +388,39 @@ _STATE: dict[int, dict[str, Any]] = {}
 def _short_traceback(
     shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: int | None = None
 ) -> list[str]:
-    """One line for every `WorkbenchError`, in the notebook and the terminal alike.
+    """One line for every `WorkbenchError`, in the notebook and the terminal alike; an interrupt
+    shows the person's frames, none of the workbench's (`WORKBENCH_DEBUG=1`: every frame).
 
     IPython ignores what a custom handler returns, so it shows the line itself; ipykernel turns
     this into an `error` message (ename, evalue, a one-line traceback), so "Run all" stops.
     """
-    shell._showtraceback(etype, value, [f"{etype.__name__}: {value}"])
+    from workbench_magic.engine.runtime import full_tracebacks
+
+    if full_tracebacks():
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    elif isinstance(value, WorkbenchError):
+        shell._showtraceback(etype, value, [f"{etype.__name__}: {value}"])
+    else:
+        shell.showtraceback((etype, value, _before_the_workbench(tb)), tb_offset=tb_offset)
     return []
+
+
+def _before_the_workbench(tb: TracebackType | None) -> TracebackType | None:
+    """A copy of `tb` that ends before its first frame of this package (a magic, `wb.chat`, ...)."""
+    import os
+    import types
+
+    import workbench_magic
+
+    ours = os.path.dirname(workbench_magic.__file__) + os.sep
+    kept: list[TracebackType] = []
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(ours):
+        kept.append(tb)
+        tb = tb.tb_next
+    shortened = None
+    for entry in reversed(kept):
+        shortened = types.TracebackType(shortened, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return shortened
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
@@ -403,7 +437,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     matcher = make_matcher(MagicCompleter(lambda: magics.workbench, lambda: magics.namespace))
     ipython.Completer.custom_matchers.append(matcher)
     previous_handler = getattr(ipython, "CustomTB", None), tuple(getattr(ipython, "custom_exceptions", ()))
-    ipython.set_custom_exc((WorkbenchError,), _short_traceback)
+    ipython.set_custom_exc((WorkbenchError, KeyboardInterrupt), _short_traceback)
     _STATE[id(ipython)] = {"magics": magics, "matcher": matcher, "previous": previous_handler}
     _register_configurable(ipython, magics)
 

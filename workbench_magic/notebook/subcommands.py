@@ -138,10 +138,42 @@ class MagicParser(argparse.ArgumentParser):
         raise_alone(UsageError(f"{self.prog}: {message}. {self.hint}"))
 
 
+def comment_start(line: str) -> int | None:
+    """Where the comment of a magic's line starts, or None: as in a shell, a `#` that begins a
+    word outside quotes (`a#b`, `"a # b"` and `\\#` are text). An unclosed quote has no comment."""
+    quote: str | None = None
+    word_start = True
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote == "'":
+            quote = None if char == "'" else quote
+        elif quote == '"':
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                quote = None
+        elif char == "\\":
+            index += 1
+            word_start = False
+        elif char in "'\"":
+            quote, word_start = char, False
+        elif char in " \t\r\n":  # shlex's whitespace
+            word_start = True
+        elif char == "#" and word_start:
+            return index
+        else:
+            word_start = False
+        index += 1
+    return None
+
+
 def split_line(line: str) -> list[str]:
-    """A magic's line as shell words; a quoting mistake is a one-line `UsageError`."""
+    """A magic's line as shell words, a comment left out (`comment_start`); a quoting mistake is a
+    one-line `UsageError`. Every magic's line, and the first line of a cell magic, is split here."""
+    start = comment_start(line)
     try:
-        return shlex.split(line, posix=True)
+        return shlex.split(line if start is None else line[:start], posix=True)
     except ValueError as exc:
         message = str(exc)
     raise_alone(UsageError(f"Cannot parse the magic's arguments: {message}"))

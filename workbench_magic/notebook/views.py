@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo, status_table_html
 from workbench_magic.vocabulary.masking import mask
+from workbench_magic.vocabulary.rendering import description_html, description_text
 
 if TYPE_CHECKING:
     from workbench_magic.api.tasks import TaskHandle
@@ -165,7 +166,8 @@ class ToolDescription(_View):
     def text(self) -> str:
         t = self.tool
         badges = ", ".join(k for k, v in (t.annotations or {}).items() if v is True)
-        lines = [t.path + (f" ({badges})" if badges else ""), "", (t.description or "(no description)").strip(), ""]
+        described = description_text(t.description).strip() or "(no description)"
+        lines = [t.path + (f" ({badges})" if badges else ""), "", described, ""]
         lines.append("input schema:")
         lines.append(json.dumps(t.input_schema, indent=2))
         if t.output_schema:
@@ -180,9 +182,10 @@ class ToolDescription(_View):
             for k, v in (t.annotations or {}).items()
             if v is True
         )
+        described = description_html((t.description or "").strip() or "(no description)")
         out = [
             f"<div><b><code>{_esc(t.path)}</code></b>{badges}",
-            f"<p style='white-space:pre-wrap'>{_esc((t.description or '(no description)').strip())}</p>",
+            f"<p style='white-space:pre-wrap'>{described}</p>",
             "<details open><summary>input schema</summary>",
             f"<pre>{_esc(json.dumps(t.input_schema, indent=2))}</pre></details>",
         ]

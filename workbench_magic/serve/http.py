@@ -8,6 +8,7 @@ start: the workbench runs commands on this machine for whoever can reach it.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import json
 import os
@@ -33,6 +34,23 @@ def check_bind(host: str, token: str | None) -> None:
             f"Refusing to serve on {host} without a token: anyone who can reach it could run the workbench's "
             f"servers. Pass --token TOKEN or set {TOKEN_ENV}, or bind to 127.0.0.1."
         )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket of `serve --transport http`, bound before anything starts (as uvicorn
+    binds it): a port out of range or taken is one line, and serve ends with nothing running."""
+    if not 1 <= port <= 65535:
+        raise UsageError(f"{port} is not a port (1-65535)")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"port {port} on {host} is in use") from None
+        raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 class BearerGate:
@@ -83,20 +101,22 @@ def transport_security(host: str) -> Any:
 
 
 async def serve_http(
-    server: Any, host: str, port: int, token: str | None, *, stop: asyncio.Event | None = None
+    server: Any, host: str, sock: socket.socket, token: str | None, *, stop: asyncio.Event | None = None
 ) -> None:
-    """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp`, behind the token if there
-    is one (on the workbench's loop, see `serve`), until `stop` is set: uvicorn then closes its
-    sockets and connections and ends (serve is going away: no wait for open requests and streams)."""
+    """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp` on `sock` (`bind(host, ...)`),
+    behind the token if there is one (on the workbench's loop, see `serve`), until `stop` is set:
+    uvicorn then closes its sockets and connections and ends (serve is going away: no wait for open
+    requests and streams)."""
     import uvicorn
 
+    port = sock.getsockname()[1]
     app: Any = server.streamable_http_app(transport_security=transport_security(host), host=host)
     if token:
         app = BearerGate(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     web = uvicorn.Server(config)
     if stop is None:
-        await web.serve()
+        await web.serve(sockets=[sock])
         return
 
     async def stop_when_told() -> None:
@@ -105,6 +125,6 @@ async def serve_http(
 
     watcher = asyncio.ensure_future(stop_when_told())
     try:
-        await web.serve()
+        await web.serve(sockets=[sock])
     finally:
         watcher.cancel()

@@ -58,8 +58,10 @@ def serve(
     from workbench_magic.serve import http as httpface
 
     token = httpface.serve_token(token) if transport == "http" else None
+    sock = None
     if transport == "http":
         httpface.check_bind(host, token)
+        sock = httpface.bind(host, port)  # before anything starts: a taken port is one line
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     _fast_loop()
     workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT, history_bytes=SERVE_HISTORY_BYTES)
@@ -84,7 +86,8 @@ def serve(
             lane = os.environ.get("WORKBENCH_LANE", "") != "off"
             face = run_stdio(server, lane=lane, early=early.handover(_all_lazy(workbench)) if early else None)
         else:
-            face = httpface.serve_http(server, host, port, token, stop=stopper.event)
+            assert sock is not None
+            face = httpface.serve_http(server, host, sock, token, stop=stopper.event)
         stopping = _serve_until_stopped(face, stopper, server, workbench, winds_down=transport == "http")
         code = workbench.run_on_loop(stopping)
     finally:

@@ -8,6 +8,12 @@ cannot be encoded as UTF-8 (a lone surrogate, as `os.listdir` gives for a file n
 UTF-8) is an `ArgumentError` naming the argument by its path (`rows[2].x`): sent, it would fail
 the call or close the connection of every call in flight.
 
+A missing value as an argument's own value (NaN, `NA`, `NaT`: a DataFrame's empty cell) is not
+sent: the one rule of `wb.call` and `wb.map` (`given_arguments`, `refuse_missing`) leaves an
+optional argument out, so that its default applies, and refuses a required one, naming it. A
+`wb.map` row keeps such a value as NaN until its call applies the rule (a DataFrame's None too:
+pandas' empty cell of a column of objects); a None given in a mapping is JSON null, sent as it is.
+
 Plain JSON values cost a type check each and are not copied (only the top mapping is: the
 call keeps the arguments it sent). numpy and pandas are never imported here: their values are
 known by their type's module.
@@ -26,6 +32,7 @@ from workbench_magic.vocabulary.errors import UsageError, invalid_arguments, rai
 
 if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
+    from workbench_magic.vocabulary.listings import ToolInfo
 
 _isfinite = math.isfinite
 _SCALARS = frozenset({int, bool, type(None)})
@@ -45,7 +52,8 @@ class _NoJsonForm(Exception):
 
 
 def call_arguments(arguments: Any, ident: ToolIdentifier) -> dict[str, Any]:
-    """The arguments of a call of `ident` as JSON values, in a new dict.
+    """The arguments of a call of `ident` as JSON values, in a new dict, without those whose value is
+    missing (`given_arguments`).
 
     Args:
         arguments: a mapping of argument names to values, or None (no arguments).
@@ -58,12 +66,26 @@ def call_arguments(arguments: Any, ident: ToolIdentifier) -> dict[str, Any]:
         UsageError: `arguments` is not a mapping (a JSON text, a list).
         ArgumentError: a value has no JSON form or cannot be encoded; it names the argument.
     """
+    return given_arguments(arguments, ident)[0]
+
+
+def given_arguments(arguments: Any, ident: ToolIdentifier) -> tuple[dict[str, Any], dict[str, str]]:
+    """`call_arguments`, and the arguments it left out because their value is missing (NaN, `NA`,
+    `NaT`), each with the word for its value: what `refuse_missing` needs once the tool is known.
+
+    Raises:
+        UsageError: `arguments` is not a mapping (a JSON text, a list).
+        ArgumentError: a value has no JSON form or cannot be encoded; it names the argument.
+    """
     if arguments is None:
-        return {}
+        return {}, {}
     if type(arguments) is not dict and not isinstance(arguments, Mapping):
         raise_alone(UsageError(not_a_mapping(arguments)))
+    missing = _missing(arguments)
+    if missing:
+        arguments = {name: value for name, value in arguments.items() if name not in missing}
     try:
-        return _mapping(arguments, False, True)
+        return _mapping(arguments, False, True), {_printable(str(name)): word for name, word in missing.items()}
     except _NoJsonForm as problem:
         detail = _detail(problem)
     except RecursionError:
@@ -71,21 +93,47 @@ def call_arguments(arguments: Any, ident: ToolIdentifier) -> dict[str, Any]:
     raise_alone(invalid_arguments(ident.name, detail, server=ident.server, toolbox=ident.toolbox))
 
 
-def row_arguments(row: Mapping[Any, Any]) -> dict[str, Any]:
-    """A `wb.map` row as JSON values, leniently: NaN (a DataFrame's empty cell) is None, a set a
-    list, a key its text; a value with no JSON form is kept as it is, for the row's call to refuse
-    (`call_arguments`) as that row's error.
+def refuse_missing(tool: ToolInfo, missing: Mapping[str, str]) -> None:
+    """The rule for the arguments whose value is missing (`given_arguments`): an optional one is left
+    out (its default applies), a required one is an `ArgumentError` naming it.
+
+    Raises:
+        ArgumentError: one of them is required by `tool`.
+    """
+    required = [name for name in missing if name in tool.required]
+    if not required:
+        return
+    words = ", ".join(dict.fromkeys(missing[name] for name in required))
+    if len(required) == 1:
+        detail = f"argument '{required[0]}' is required, and its value is missing ({words})"
+    else:
+        names = ", ".join(f"'{name}'" for name in required)
+        detail = f"arguments {names} are required, and their values are missing ({words})"
+    raise_alone(invalid_arguments(tool.name, detail, server=tool.server, toolbox=tool.toolbox))
+
+
+def row_arguments(row: Mapping[Any, Any], *, frame: bool = False) -> dict[str, Any]:
+    """A `wb.map` row as JSON values, leniently: an argument whose value is missing (NaN, `NA`,
+    `NaT`; with `frame`, a DataFrame's row, None too) keeps NaN, for its call to apply the rule of
+    missing values (`refuse_missing`); NaN deeper in a value is None, a set a list, a key its text;
+    a value with no JSON form is kept as it is, for the row's call to refuse (`call_arguments`) as
+    that row's error.
 
     Args:
         row: one row's mapping of argument names to values.
+        frame: the row is a DataFrame's (where None is an empty cell).
 
     Returns:
         A new dict.
     """
+    missing = _missing(row, none=frame)
     try:
-        return _mapping(row, True, True)
+        out = _mapping(row, True, True)
     except RecursionError:
         return dict(row)  # its call says so
+    for name in missing:
+        out[_key(name, True)] = math.nan
+    return out
 
 
 def not_a_mapping(arguments: Any) -> str:
@@ -204,6 +252,36 @@ def _list(value: list[Any], loose: bool) -> list[Any]:
     return value if out is None else out
 
 
+def _missing(arguments: Mapping[Any, Any], *, none: bool = False) -> dict[Any, str]:
+    """The names whose value is missing (NaN, `NA`, `NaT`; with `none`, None too), each with the word
+    for its value; `{}` (the common case) at the cost of a type check per value."""
+    found: dict[Any, str] = {}
+    for name, value in arguments.items():
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or kind is dict or kind is list:
+            continue
+        word = "None" if none and value is None else _missing_word(value)
+        if word is not None:
+            found[name] = word
+    return found
+
+
+def _missing_word(value: Any) -> str | None:
+    """`NaN`, `NA` or `NaT` for a missing value (numpy and pandas ones known by their type's module,
+    neither imported here), else None."""
+    if isinstance(value, float):  # numpy's float64 too
+        return "NaN" if value != value else None
+    kind = type(value)
+    module = kind.__module__.partition(".")[0]
+    if module == "pandas":
+        return {"NAType": "NA", "NaTType": "NaT"}.get(kind.__name__)
+    if module == "numpy" and getattr(value, "shape", None) == ():  # a scalar (or a 0-d array)
+        letter = getattr(getattr(value, "dtype", None), "kind", "")
+        if letter in ("f", "m", "M") and bool(value != value):
+            return "NaN" if letter == "f" else "NaT"
+    return None
+
+
 def _not_finite(value: float, loose: bool) -> Any:
     if loose:
         return None if math.isnan(value) else value  # NaN: a DataFrame's empty cell
@@ -266,4 +344,4 @@ def _foreign(value: Any, name: str, module: str, loose: bool) -> Any:
     return _UNKNOWN
 
 
-__all__ = ["call_arguments", "not_a_mapping", "row_arguments"]
+__all__ = ["call_arguments", "given_arguments", "not_a_mapping", "refuse_missing", "row_arguments"]

@@ -45,9 +45,12 @@ class Batch(list["ToolResult"]):
 
     Attributes:
         identifier: the tool called.
-        arguments: each row's arguments, as sent.
+        arguments: each row's arguments, as given to its call (a missing value, which the call
+            left out or refused, as NaN).
         errors: `{row index: WorkbenchError}` for the rows whose call raised, in row order.
         elapsed: seconds the whole batch took.
+        output_keys: the data keys the tool's output schema declares (`to_pandas()` has a column
+            for each, also when no row has data); empty when it declares none (or was not looked up).
 
     Example:
         ```python
@@ -66,12 +69,14 @@ class Batch(list["ToolResult"]):
         arguments: Iterable[Mapping[str, Any]] = (),
         errors: Mapping[int, WorkbenchError] | None = None,
         elapsed: float = 0.0,
+        output_keys: Iterable[str] = (),
     ) -> None:
         super().__init__(results)
         self.identifier = identifier
         self.arguments: list[dict[str, Any]] = [dict(a) for a in arguments]
         self.errors: dict[int, WorkbenchError] = dict(sorted((errors or {}).items()))
         self.elapsed = elapsed
+        self.output_keys: list[str] = list(output_keys)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Batch:
@@ -143,9 +148,11 @@ class Batch(list["ToolResult"]):
         """One line per row, in row order: the row's arguments as columns, then its data, then `error`.
 
         The data of a result whose `.data` is a dict is one column per key (a key that is also an
-        argument's name becomes `result.KEY`); other data goes in a `result` column (`.data`, or
-        `.text` when there is no data). `error` holds the text of a tool error or of what the call
-        raised, None for rows that succeeded. Needs the `pandas` extra.
+        argument's name becomes `result.KEY`), first those the tool's output schema declares
+        (`output_keys`); other data goes in a `result` column (`.data`, or `.text` when there is no
+        data). `error` holds the text of a tool error or of what the call raised, None for rows
+        that succeeded. A `wb.map` over a Dask DataFrame gives the same columns. Needs the `pandas`
+        extra.
 
         Returns:
             The table.
@@ -156,21 +163,14 @@ class Batch(list["ToolResult"]):
         pd = import_pandas()
 
         argument_columns = list(dict.fromkeys(k for row in self.arguments for k in row))
-        taken = {*argument_columns, "error"}
-
-        def column(key: Any) -> str:
-            return f"result.{key}" if key in taken else str(key)
-
-        data_columns: dict[str, None] = {}
+        column = data_column(argument_columns)
+        data_columns: dict[str, None] = dict.fromkeys(column(key) for key in self.output_keys)
         records = []
         for index, result in enumerate(self):
             record: dict[str, Any] = dict(self.arguments[index]) if index < len(self.arguments) else {}
             error = self.error_text(index)
             if error is None:
-                data = result.data
-                if not isinstance(data, dict):
-                    data = {"result": data if data is not None else (result.text or None)}
-                for key, value in data.items():
+                for key, value in row_data(result).items():
                     record[column(key)] = value
                     data_columns[column(key)] = None
             record["error"] = error
@@ -243,9 +243,10 @@ class CheckpointBatch(Batch):
         counts: tuple[int, int, int],
         failed: Iterable[int],
         elapsed: float,
+        output_keys: Iterable[str] = (),
     ) -> None:
         self._loaded = False
-        super().__init__(identifier=identifier, elapsed=elapsed)
+        super().__init__(identifier=identifier, elapsed=elapsed, output_keys=output_keys)
         self.path = Path(path)
         self._count = count
         self._until = until
@@ -316,6 +317,35 @@ class CheckpointBatch(Batch):
         return frozenset(s for result, _, _ in (self._preview or {}).values() for s in result.secrets)
 
 
+def declared_keys(output_schema: Mapping[str, Any] | None) -> list[str]:
+    """The data keys a tool's output schema declares: the properties of its object (the MCP SDK's
+    `{"result": ...}` of a tool that returns a string or a list too); `[]` when it declares none."""
+    if not isinstance(output_schema, Mapping) or output_schema.get("type", "object") != "object":
+        return []
+    properties = output_schema.get("properties")
+    return [str(key) for key in properties] if isinstance(properties, Mapping) else []
+
+
+def row_data(result: ToolResult) -> dict[str, Any]:
+    """A row's data as a table's columns hold it (`Batch.to_pandas`, a Dask map): a dict's keys, else
+    `result` (its data, or its text when it has none)."""
+    data = result.data
+    if isinstance(data, dict):
+        return data
+    return {"result": data if data is not None else (result.text or None)}
+
+
+def data_column(arguments: Iterable[str]) -> Callable[[Any], str]:
+    """The name of a data key's column beside these argument columns and `error`: the key, or
+    `result.KEY` when an argument (or `error`) has its name."""
+    taken = {*arguments, "error"}
+
+    def column(key: Any) -> str:
+        return f"result.{key}" if key in taken else str(key)
+
+    return column
+
+
 def _view(result: ToolResult, raised: WorkbenchError | None, arguments: dict[str, Any]) -> _View:
     """(status, shown value, arguments) of a row: its answer, or what its call raised."""
     if raised is not None:
@@ -345,4 +375,4 @@ for _name in (
     setattr(CheckpointBatch, _name, _reading(_name))
 
 
-__all__ = ["SHOWN", "Batch", "CheckpointBatch"]
+__all__ = ["SHOWN", "Batch", "CheckpointBatch", "data_column", "declared_keys", "row_data"]

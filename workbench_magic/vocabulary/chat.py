@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench_magic.vocabulary.errors import UsageError, raise_alone
 from workbench_magic.vocabulary.masking import mask
 from workbench_magic.vocabulary.rendering import esc, json_dump
 
@@ -26,12 +27,65 @@ __all__ = [
     "ChatUsage",
     "ChatView",
     "call_header_html",
+    "checked_prompt",
     "markdownish_html",
+    "retry_limit_text",
     "usage_html",
 ]
 
 _ARGUMENTS_SHOWN = 300
 """Characters of a tool call's arguments (as JSON) its one-line summary shows."""
+_PROMPT_SHOWN = 40
+"""Characters of a refused prompt's repr its error shows."""
+
+
+# ---- what a chat is asked, and why a turn may stop ----------------------------------------------
+def checked_prompt(prompt: object, who: str, hint: str = "") -> str:
+    """The prompt, when it is non-empty text; else one line (`UsageError`): the one rule of `wb.chat` and `%%chat`.
+
+    Args:
+        prompt: what was given as the prompt.
+        who: what asks (`wb.chat`, `%%chat`): the error names it.
+        hint: said after the error (how the magic is used), or "".
+
+    Returns:
+        `prompt`, unchanged.
+
+    Raises:
+        UsageError: `prompt` is not a `str`, or holds only whitespace.
+    """
+    if isinstance(prompt, str) and prompt.strip():
+        return prompt
+    if prompt is None or isinstance(prompt, str):
+        shown = repr(prompt)
+    else:
+        kind = type(prompt).__name__
+        shown = f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} ({prompt!r})"
+    if len(shown) > _PROMPT_SHOWN:
+        shown = shown[: _PROMPT_SHOWN - 1] + "…"
+    raise_alone(UsageError(f"{who} needs a prompt: non-empty text, not {shown}" + (f". {hint}" if hint else "")))
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def retry_limit_text(tool: object, limit: int) -> str:
+    """What a turn says when it stopped at the tool-retry limit (`Workbench.tool_retries`).
+
+    Args:
+        tool: the tool whose calls kept failing (its identifier, or the name the model called).
+        limit: how many times the model could try again after a failed call.
+
+    Returns:
+        One line: the turn stopped, the tool, how often its calls failed, the setting.
+    """
+    if limit <= 0:
+        return f"The turn stopped: the model's call of {tool} failed (wb.tool_retries = {limit}: no second try)"
+    return (
+        f"The turn stopped: the model's calls of {tool} failed {_times(limit + 1)} in a row, each told why "
+        f"(wb.tool_retries = {limit}: it may try again {_times(limit)})"
+    )
 
 
 # ---- what a turn is -------------------------------------------------------------------------
@@ -46,7 +100,7 @@ class ChatToolCall:
             runs, and when it did not run (refused, or the tool was not found).
         confirmed: None when nobody was asked; True when the person allowed a destructive tool to run,
             False when they refused (the tool did not run, and the model was told so).
-        error: what the model was told instead of a result (a refusal, a failure), else None.
+        error: why the call gave no result (a refusal, nobody to answer, a failure), else None.
         name: the tool's name as the model called it (`toolbox__server__tool`).
         call_id: the model's id of the call.
     """
@@ -134,6 +188,8 @@ class ChatTurn:
         cost: the price in USD (genai-prices) when the model is known there, else None (no cost shown).
         model: the model's name, as it answered.
         parts: the text and the tool calls in the order they came (a `str` or a `ChatToolCall` each).
+        stopped: why the turn stopped before the model answered, else None: the model's calls of a tool
+            kept failing (bad arguments) past `Workbench.tool_retries`. The same line ends `text` and `parts`.
 
     Example:
         ```python
@@ -151,6 +207,7 @@ class ChatTurn:
     cost: Decimal | None = None
     model: str = ""
     parts: tuple[str | ChatToolCall, ...] = ()
+    stopped: str | None = None
 
     def usage_line(self) -> str:
         """`model: 2 requests, 150 input + 13 output tokens, $0.00033` (no cost where it is unknown)."""

@@ -135,24 +135,42 @@ class Mark:
 
 @dataclass(frozen=True)
 class Finished:
-    """A checkpoint as a resuming run reads it: each key's outcome and index (its last line), and the
-    key written last at each index."""
+    """A checkpoint as a resuming run reads it: each key's outcome and index (its last line), the
+    key written last at each index, and (when asked: rows keyed by a column or a function) a digest
+    of each key's arguments (`arguments_digest`)."""
 
     outcome: dict[str, tuple[Outcome, int]]
     latest: dict[int, str]
+    digests: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def row_key(index: int, arguments: Mapping[str, Any], row: Mapping[str, Any], key: RowKey) -> str:
     """The key of a row: `row[key]` for a column name, `key(row)` for a function, else its index
     and a hash of its arguments."""
     if key is None:
-        digest = hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        return f"{index}:{digest}"
+        return f"{index}:{arguments_digest(arguments)}"
     if isinstance(key, str):
         if key not in row:
             raise UsageError(f"wb.map's key {key!r} is not a column of row {index}")
         return str(row[key])
     return str(key(row))
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """A short hash of a row's arguments: equal for equal arguments, as written and as read back."""
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def changed_arguments(path: Path, rows: list[int], count: int) -> str:
+    """`wb.map: rows 3, 7 (and N more) have other arguments than the checkpoint P answered under
+    their key: ...`: the rows a resumed run did not call again although their arguments changed
+    (`rows`: the first of them; `count`: how many in all)."""
+    more = f" (and {count - len(rows)} more)" if count > len(rows) else ""
+    which = f"row {rows[0]} has" if count == 1 else f"rows {', '.join(map(str, rows))}{more} have"
+    return (
+        f"wb.map: {which} other arguments than the checkpoint {path} answered under their key: their old "
+        "answers are kept (a new checkpoint, or a key that tells the rows apart, calls them again)"
+    )
 
 
 JOURNAL = "journal.jsonl"
@@ -189,6 +207,8 @@ class Checkpoint:
             raise UsageError(
                 f"The checkpoint {self.path} is a Parquet dataset, which needs pyarrow: pip install pyarrow"
             )
+        if self.parquet:
+            _refuse_a_foreign_folder(self.path)
         self.journal = self.path / JOURNAL if self.parquet else self.path
         self._file: Any = None
         self._journaled = 0
@@ -221,14 +241,18 @@ class Checkpoint:
         """
         return {record.key: record for record in self.records()}
 
-    def outcomes(self) -> Finished:
-        """What a run resuming from the checkpoint needs of it, without the rows' answers."""
+    def outcomes(self, *, digests: bool = False) -> Finished:
+        """What a run resuming from the checkpoint needs of it, without the rows' answers (with
+        `digests`, a digest of each key's arguments)."""
         outcome: dict[str, tuple[Outcome, int]] = {}
         latest: dict[int, str] = {}
+        digest: dict[str, str] = {}
         for record in self.records():
             outcome[record.key] = (record.outcome, record.index)
             latest[record.index] = record.key
-        return Finished(outcome, latest)
+            if digests:
+                digest[record.key] = arguments_digest(record.arguments)
+        return Finished(outcome, latest, digest)
 
     def rows(self, count: int, until: Mark, wanted: Collection[int] | None = None) -> dict[int, RowRecord]:
         """A batch's rows by index (`0 <= index < count`, or those `wanted`) as they were at `until`:
@@ -330,17 +354,54 @@ def _schema(pa: Any) -> Any:
 
 def _part_records(folder: Path, tool: str, parts: int | None = None) -> Iterator[RowRecord]:
     """The rows of a Parquet checkpoint's part files, oldest first (the first `parts` of them)."""
+    for part in sorted(folder.glob("part-*.parquet"))[:parts]:
+        table = _read_part(folder, part)
+        found = _part_tool(part, table.schema)
+        if found != tool:
+            raise _of_another_tool(folder, found, tool)
+        for row in table.to_pylist():
+            try:
+                record = RowRecord.from_columns(row)
+            except (ValueError, KeyError, TypeError):
+                record = None
+            if record is None:
+                raise _damaged(folder, f"a row that is not one in {part.name}: {str(row)[:80]!r}")
+            yield record
+
+
+def _read_part(folder: Path, part: Path, *, schema: bool = False) -> Any:
+    """A part file's table (or, with `schema`, its schema alone); one line naming it when it cannot be
+    read (overwritten, cut short)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for part in sorted(folder.glob("part-*.parquet"))[:parts]:
-        table = pq.read_table(part)
-        head = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
-        if head.get("format") != FORMAT:
-            raise UsageError(f"{part} is not a part of a wb.map checkpoint")
-        if head.get("tool") != tool:
-            raise _of_another_tool(folder, head.get("tool"), tool)
-        for row in table.to_pylist():
-            yield RowRecord.from_columns(row)
+    try:
+        return pq.read_schema(part) if schema else pq.read_table(part)
+    except (pa.ArrowException, OSError):
+        pass
+    raise _damaged(folder, f"a part file that cannot be read as Parquet: {part.name}")
+
+
+def _part_tool(part: Path, schema: Any) -> str:
+    """The tool a part file's metadata names, checking that it is a part of a checkpoint."""
+    try:
+        head = json.loads((schema.metadata or {}).get(_META_KEY, b"{}"))
+    except ValueError:
+        head = None
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise UsageError(f"{part} is not a part of a wb.map checkpoint")
+    return str(head.get("tool"))
+
+
+def _refuse_a_foreign_folder(path: Path) -> None:
+    """A checkpoint is never mixed into a folder it did not make: a folder is one when it holds a
+    journal or part files (the journal is written with the first row and stays), or is empty."""
+    if not path.is_dir() or (path / JOURNAL).exists() or next(path.glob("part-*.parquet"), None) is not None:
+        return
+    if next(path.iterdir(), None) is not None:
+        raise UsageError(
+            f"The folder {path} holds other files and is not a wb.map checkpoint: give the checkpoint a new path"
+        )
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[str, list[RowRecord]]:
@@ -352,17 +413,16 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[str, list[RowRecord]]
     found = Path(path)
     if not found.exists():
         raise UsageError(f"No checkpoint at {found}")
+    _refuse_a_foreign_folder(found)
     journal = found / JOURNAL if found.is_dir() else found
     if journal.exists():
         tool = _header(journal)
     else:
         parts = sorted(found.glob("part-*.parquet"))
         if not parts:
-            raise UsageError(f"{found} is not a wb.map checkpoint")
+            raise _not_a_checkpoint(found)
         Checkpoint(found, "")  # a Parquet dataset needs pyarrow: one line when it is missing
-        import pyarrow.parquet as pq
-
-        tool = json.loads((pq.read_schema(parts[0]).metadata or {}).get(_META_KEY, b"{}")).get("tool", "")
+        tool = _part_tool(parts[0], _read_part(found, parts[0], schema=True))
     checkpoint = Checkpoint(found, tool)
     return tool, sorted(checkpoint.finished().values(), key=lambda r: r.index)
 
@@ -371,15 +431,29 @@ def _of_another_tool(path: Path, found: Any, tool: str) -> UsageError:
     return UsageError(f"The checkpoint {path} is of {found}, not {tool}: give this batch a file of its own")
 
 
+def _not_a_checkpoint(path: Path) -> UsageError:
+    return UsageError(f"{path} is not a wb.map checkpoint")
+
+
+def _damaged(path: Path, what: str) -> UsageError:
+    """`The checkpoint P has WHAT`: a checkpoint with a line or part that cannot be read."""
+    return UsageError(f"The checkpoint {path} has {what}")
+
+
+_HEADER_BYTES = 4096
+"""Bytes of a checkpoint's first line read at most (its header is far shorter; a file of other
+bytes may have no newline)."""
+
+
 def _header(path: Path) -> str:
-    with path.open(encoding="utf-8") as file:
-        first = file.readline()
+    with path.open("rb") as file:
+        first = file.readline(_HEADER_BYTES)
     try:
-        head = json.loads(first)
+        head = json.loads(first)  # bytes that are not UTF-8 too: a ValueError
     except ValueError:
         head = None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
-        raise UsageError(f"{path} is not a wb.map checkpoint")
+        raise _not_a_checkpoint(path)
     return str(head.get("tool"))
 
 
@@ -394,12 +468,21 @@ def _records(path: Path, tool: str, limit: int | None = None) -> Iterator[RowRec
             read += len(raw)
             if (limit is not None and read > limit) or not raw.endswith(b"\n"):
                 break  # written after the limit, or the last line of a process killed mid-write
-            line = raw.decode("utf-8")
             try:
-                record = RowRecord.from_data(json.loads(line))
-            except (ValueError, KeyError, TypeError):
-                raise UsageError(f"The checkpoint {path} has a line that is not a row: {line[:80]!r}") from None
+                record: RowRecord | None = RowRecord.from_data(json.loads(raw.decode("utf-8")))
+            except (ValueError, KeyError, TypeError):  # bytes that are not UTF-8 too: a ValueError
+                record = None
+            if record is None:
+                raise _damaged(path, f"a line that is not a row: {_shown(raw)!r}")
             yield record
+
+
+def _shown(raw: bytes) -> str | bytes:
+    """The start of a line as the error shows it: its text, or its bytes when they are not UTF-8."""
+    try:
+        return raw.decode("utf-8")[:80]
+    except UnicodeDecodeError:
+        return raw[:80]
 
 
 __all__ = [
@@ -411,6 +494,8 @@ __all__ = [
     "Mark",
     "RowKey",
     "RowRecord",
+    "arguments_digest",
+    "changed_arguments",
     "read_checkpoint",
     "record_of",
     "restored",

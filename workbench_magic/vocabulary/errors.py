@@ -4,7 +4,7 @@ Every error a user can cause is a `WorkbenchError` subclass with a short, one-li
 (the texts of DESIGN.md). None of them carries an `ExceptionGroup` in its chain. Each text is
 built by one function here (`toolbox_not_found`, `server_not_found`, `tool_not_found`,
 `toolbox_not_open`, `invalid_identifier`, `connect_text`, `open_failed`, `invalid_arguments`,
-`request_text`, `model_failed`), and every layer raises what they build.
+`request_text`, `model_failed`, `invalid_yaml`), and every layer raises what they build.
 """
 
 from __future__ import annotations
@@ -334,3 +334,15 @@ def invalid_arguments(
     server part when no server is named)."""
     where = f" in server '{server}' (toolbox '{toolbox}')" if server is not None else ""
     return ArgumentError(f"Invalid arguments for tool '{name}'{where}: {detail}")
+
+
+def invalid_yaml(source: str, exc: BaseException) -> UsageError:
+    """`Invalid YAML in <source>, line L column C: <problem>`, from what the YAML loader raised:
+    one line, without PyYAML's `"<unicode string>"` and `^` markers. A value the loader cannot
+    build (`2024-02-30`) says its reason; nesting too deep says so."""
+    if isinstance(exc, RecursionError):
+        return UsageError(f"Invalid YAML in {source}: nested too deeply")
+    mark = getattr(exc, "problem_mark", None)
+    where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or first_line(exc)
+    return UsageError(f"Invalid YAML in {source}{where}: {problem}")

@@ -4,11 +4,17 @@ ignore=...)` and the tests it writes use them.
 The paths are the common subset of JSONPath: `$` (the root, optional), `.name` or `['name']` for
 a key, `[0]` for an item (`[-1]` the last), `[*]` or `.*` for every key or item. Examples:
 `$.created`, `rows[*].id`, `$['odd key'][0]`.
+
+A path applies to the value, and to each JSON text (an object or an array) inside it, from that
+text's own root: a tool annotated `-> str` that returns JSON answers `{"result": "<the text>"}`
+through the MCP SDK, and `$.id` names the text's `id`. A text a path left something out of is
+compared as its JSON (the value it holds, less that part).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -54,12 +60,36 @@ def parse(path: str) -> tuple[Step, ...]:
 
 
 def without(value: Any, paths: Iterable[str]) -> Any:
-    """A copy of `value` with the parts `paths` name left out (keys removed, items removed);
-    a path that names nothing in `value` changes nothing."""
-    result = copy.deepcopy(value)
-    for path in paths:
-        result = _drop(result, parse(path))
-    return result
+    """A copy of `value` with the parts `paths` name left out (keys removed, items removed), in
+    `value` and in each JSON text inside it (such a text becomes the JSON it holds, less those
+    parts); a path that names nothing changes nothing."""
+    return _without(copy.deepcopy(value), [parse(path) for path in paths])
+
+
+def _without(value: Any, paths: list[tuple[Step, ...]]) -> Any:
+    """`value` (a copy: changed in place) less what `paths` name, from its root and from each JSON text's."""
+    for steps in paths:
+        value = _drop(value, steps)
+    return _inside(value, paths)
+
+
+def _inside(value: Any, paths: list[tuple[Step, ...]]) -> Any:
+    """The JSON texts inside `value`, each less what `paths` name from its own root."""
+    if isinstance(value, dict):
+        for key in value:
+            value[key] = _inside(value[key], paths)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            value[index] = _inside(item, paths)
+    elif isinstance(value, str) and value.lstrip().startswith(("{", "[")):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, dict | list):
+            kept = _without(copy.deepcopy(parsed), paths)
+            return value if kept == parsed else kept
+    return value
 
 
 def _drop(value: Any, steps: tuple[Step, ...]) -> Any:

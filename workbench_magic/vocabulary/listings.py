@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.vocabulary.rendering import esc, first_line, json_dump, shorten
+from workbench_magic.vocabulary.rendering import description_html, description_text, esc, first_line, json_dump, shorten
 
 if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -189,7 +189,7 @@ class ToolInfo:
         return out
 
     def __repr__(self) -> str:
-        return f"<ToolInfo {self.path}: {first_line(self.description, 70)}>"
+        return f"<ToolInfo {self.path}: {first_line(description_text(self.description), 70)}>"
 
 
 def tools_table_html(tools: Sequence[ToolInfo], limit: int | None = None) -> str:
@@ -197,7 +197,7 @@ def tools_table_html(tools: Sequence[ToolInfo], limit: int | None = None) -> str
     shown = tools if limit is None else tools[:limit]
     rows = "".join(
         f"<tr><td><code>{esc(t.path)}</code>{_ui_mark(t)}</td><td>{esc(', '.join(t.parameters))}</td>"
-        f"<td>{esc(first_line(t.description))}</td></tr>"
+        f"<td>{description_html(first_line(description_text(t.description)))}</td></tr>"
         for t in shown
     )
     more = f"<tr><td colspan=3><i>… {len(tools) - len(shown)} more</i></td></tr>" if len(shown) < len(tools) else ""
@@ -223,7 +223,9 @@ class ToolList(list[ToolInfo]):
         if not self:
             return "(no tools)"
         width = min(60, max(len(t.path) for t in self))
-        return "\n".join(f"{t.path:<{width}}  {first_line(t.description, 70)}{_ui_mark(t, True)}" for t in self)
+        return "\n".join(
+            f"{t.path:<{width}}  {first_line(description_text(t.description), 70)}{_ui_mark(t, True)}" for t in self
+        )
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
@@ -355,7 +357,8 @@ class ResourceInfo:
 
     def __repr__(self) -> str:
         kind = "template " if self.template else ""
-        return f"<Resource {kind}{self.toolbox}/{self.server} {self.uri}: {first_line(self.description, 60)}>"
+        summary = first_line(description_text(self.description), 60)
+        return f"<Resource {kind}{self.toolbox}/{self.server} {self.uri}: {summary}>"
 
 
 @dataclass(frozen=True)
@@ -379,7 +382,8 @@ class PromptInfo:
 
     def __repr__(self) -> str:
         args = ", ".join(f"{n}{'' if req else '?'}" for n, req, _ in self.arguments)
-        return f"<Prompt {self.toolbox}/{self.server}/{self.name}({args}): {first_line(self.description, 60)}>"
+        summary = first_line(description_text(self.description), 60)
+        return f"<Prompt {self.toolbox}/{self.server}/{self.name}({args}): {summary}>"
 
 
 @dataclass(frozen=True, slots=True)

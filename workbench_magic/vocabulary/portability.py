@@ -301,17 +301,10 @@ class _Walk:
         if not ref.startswith("#"):
             self.reject(self.rule(rules.EXTERNAL), path, f"$ref {ref!r} is not local")
             return None
-        node: Any = self.top
-        if ref not in ("#", "#/"):
-            for part in ref[2:].split("/"):
-                part = _unescape(part)
-                if isinstance(node, dict) and part in node:
-                    node = node[part]
-                elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                    node = node[int(part)]
-                else:
-                    self.reject(self.rule(rules.EXTERNAL), path, f"$ref {ref!r} points to nothing")
-                    return None
+        found, node = local_target(ref, self.top)
+        if not found:
+            self.reject(self.rule(rules.EXTERNAL), path, points_to_nothing(ref))
+            return None
         return node
 
     def ref(self, schema: dict[str, Any], path: str, depth: int) -> Any:
@@ -741,6 +734,29 @@ def _type_names(value: Any) -> list[str]:
     if isinstance(value, list):
         return [t for t in value if isinstance(t, str)]
     return []
+
+
+def local_target(ref: str, root: Any) -> tuple[bool, Any]:
+    """What a local `$ref` (`#`, `#/$defs/A`, `#/items/0`; `~1` is `/`, `~0` is `~`) points to in
+    `root`: `(True, node)`, or `(False, None)` when it points to nothing. The one rule for a
+    dangling `$ref`: `check_schemas` reports it, and a call is refused on it (engine/schema.py)."""
+    node: Any = root
+    if ref in ("#", "#/"):
+        return True, node
+    for part in ref[2:].split("/"):
+        part = _unescape(part)
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False, None
+    return True, node
+
+
+def points_to_nothing(ref: str) -> str:
+    """`$ref '#/$defs/A' points to nothing`."""
+    return f"$ref {ref!r} points to nothing"
 
 
 def _unescape(part: str) -> str:

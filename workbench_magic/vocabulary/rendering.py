@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 
@@ -50,6 +51,21 @@ def first_line(text: str | None, limit: int = 100) -> str:
     """The first non-blank line of `text`, cut to `limit` characters with `…`."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_RST_LITERAL = re.compile(r"``(?=\S)([^`\n]+?)(?<=\S)``")
+_CODE_SPAN = re.compile(r"(?<![`\w])`([^`\n]+)`(?![`\w])")
+
+
+def description_text(text: str | None) -> str:
+    """A description (a server's docstring) as plain text: each RST ``literal`` written as
+    Markdown's `literal`, the form the explorer renders as code."""
+    return _RST_LITERAL.sub(r"`\1`", text or "")
+
+
+def description_html(text: str | None) -> str:
+    """A description as HTML: escaped, each `code` span and RST ``literal`` as `<code>`."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", esc(description_text(text)))
 
 
 def json_type(value: Any) -> str:

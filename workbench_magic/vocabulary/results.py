@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench_magic.vocabulary.errors import ToolError, import_pandas, request_text
-from workbench_magic.vocabulary.masking import mask, mask_value
+from workbench_magic.vocabulary.masking import mask
 from workbench_magic.vocabulary.rendering import esc, json_dump
 
 if TYPE_CHECKING:
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 
 
 _TEXT_PREVIEW = 2000
-#: Structured data larger than this (as JSON text) is left out of the `application/json` output,
-#: which a notebook saves whole; the HTML preview and `.data` still have it.
-_JSON_OUTPUT_LIMIT = 200_000
 
 
 def _parse_json_text(text: str) -> Any:
@@ -302,12 +299,9 @@ class ToolResult:
         return "".join(out)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # No `application/json`: JupyterLab, Notebook 7 and VS Code rank their JSON viewer above HTML,
+        # and would show a collapsed tree where the table is. `.data` has the data.
         bundle: dict[str, Any] = {"text/plain": repr(self), "text/html": self._repr_html_()}
-        data = self.data
-        if data is not None:
-            shown = data if isinstance(data, dict | list) else {"value": data}
-            if len(json_dump(shown, indent=None)) <= _JSON_OUTPUT_LIMIT:
-                bundle["application/json"] = mask_value(shown, self.secrets)
         pngs = [img for img in self.images if img.mime_type == "image/png"]
         if pngs:
             bundle["image/png"] = base64.b64encode(pngs[0].data).decode()

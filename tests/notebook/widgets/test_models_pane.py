@@ -9,6 +9,7 @@ thread only.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -239,3 +240,48 @@ def test_close_drops_a_load_under_way(wb: Workbench) -> None:
         worker.shutdown(wait=True)  # the load under way, if it started, has posted its outcome
         explorer._channel.drain()
         assert pane.loading and pane.schemas is None  # dropped: nothing was set on the closed widgets
+
+
+def css_rules(html_text: str) -> dict[str, dict[str, str]]:
+    """The rules of the `<style>` elements in `html_text`: each selector's declarations."""
+    rules: dict[str, dict[str, str]] = {}
+    for style in re.findall(r"<style>(.*?)</style>", html_text, flags=re.S):
+        for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", style):
+            declarations = dict(
+                (k.strip(), v.strip()) for k, _, v in (d.partition(":") for d in body.split(";")) if v.strip()
+            )
+            for selector in selectors.split(","):
+                rules.setdefault(" ".join(selector.split()), {}).update(declarations)
+    return rules
+
+
+def test_the_schema_report_keeps_its_tool_names_in_view_and_the_cost_headers_stand_over_their_columns(
+    wb: Workbench,
+) -> None:
+    """Scrolled either way, the report keeps its tool column (sticky left) and its provider header
+    (sticky top); the context cost's number headers are right-aligned as their numbers are."""
+    with explorer_of(wb) as explorer:
+        pane = show_models(explorer)
+        loaded(explorer, pane)
+        schemas = css_rules(pane.style.value)
+        name_cell = schemas[".wb-models-schemas tbody td:first-child"]
+        assert name_cell["position"] == "sticky" and name_cell["left"] == "0" and name_cell["vertical-align"] == "top"
+        assert "background" in name_cell  # the cells scrolled under it do not show through
+        header = schemas[".wb-models-schemas thead th"]
+        assert header["position"] == "sticky" and header["top"] == "0" and "background" in header
+        assert schemas[".wb-models-schemas thead th:first-child"]["left"] == "0"
+        # a row taller than the view keeps its name in view under the header, while the row shows
+        name = schemas[".wb-models-schemas tbody td:first-child code"]
+        assert name["position"] == "sticky" and name["display"] == "block"
+        assert int(name["top"].removesuffix("px")) >= int(header["height"].removesuffix("px"))
+        assert header["white-space"] == "nowrap"  # the header keeps its height
+        assert pane.schemas_view.layout.overflow == "auto" and pane.schemas_view.layout.max_height
+
+        shown = pane.cost_view.value
+        titles = re.findall(r"<th>(.*?)</th>", shown.split("<thead>", 1)[1].split("</thead>", 1)[0])
+        assert [t.split(" ")[0] for t in titles] == ["mode", "bytes", "tokens", "vs", "what"]
+        cost = css_rules(pane.style.value)
+        for column in (2, 3, 4):  # bytes, tokens, vs flat: numbers, right-aligned in their cells
+            assert cost[f".wb-models-cost th:nth-child({column})"]["text-align"] == "right"
+        assert cost[".wb-models-cost th"]["text-align"] == "left"
+        assert cost[".wb-models-cost th"]["padding"] == cost[".wb-models-cost td"]["padding"]

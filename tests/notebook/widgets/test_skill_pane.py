@@ -92,3 +92,26 @@ def test_the_explorer_has_a_skills_pane_and_names_a_servers_extensions(wb: Workb
         assert "wb-server-extensions" not in explorer.server_info.value
     finally:
         explorer.close()
+
+
+def test_the_skill_list_fits_its_pane_and_a_long_description_is_cut(
+    make_workbench: Callable[..., Workbench], folder: Path
+) -> None:
+    """The list is as wide as the pane (not wider: no right edge cut off), and an option's
+    description is cut to one short line with an ellipsis (the info under the list has it whole)."""
+    skill = folder / "csv-cleaning" / "SKILL.md"
+    long = "Clean a messy CSV file " + "and then some more words " * 20
+    short = "description: Clean a messy CSV file before analysis (headers, types, missing values)."
+    skill.write_text(skill.read_text().replace(short, f"description: {long.strip()}"))
+    wb = make_workbench(
+        {"toolboxes": {"k": toolbox({"docs": extension_server("skills", "skills_server.py", "--folder", str(folder))})}}
+    )
+    wb.open("k")
+    with showing(SkillPane, wb, "k/docs") as pane:
+        layout = pane.select.layout
+        assert layout.width != "100%" and layout.max_width == "100%"  # 100% plus its margins ran past the edge
+        labels = [label for label, _ in pane.select.options]
+        cut = next(label for label in labels if label.startswith("csv-cleaning"))
+        assert cut.endswith("…") and len(cut) <= 100, cut
+        pane.select.value = 0
+        assert long.strip()[:60] in pane.info.value

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import python_config, stdio_server, toolbox, wait_until
+from conftest import python_config, python_server, stdio_server, toolbox, wait_until
 from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import Workbench
@@ -334,5 +334,103 @@ def test_an_idle_server_shows_its_cached_tools_and_starts_on_a_call(
         result = explorer.wait(30)
         assert result is not None and result.data == {"result": "woke"}
         assert wb.status()["lz"]["s"].status == "connected"
+    finally:
+        explorer.close()
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_the_server_status_shows_once(wb: Workbench) -> None:
+    """The server's choice names its state, tool count and protocol; the line under it adds what the
+    label does not say (transport, who it is, extensions), never the same again."""
+    explorer = Explorer(wb, "t")
+    try:
+        explorer.server_select.value = "s"
+        label = dict((value, text) for text, value in explorer.server_select.options)["s"]
+        assert "connected" in label and "tools" in label and "2026-07-28" in label
+        line = explorer.server_info.value
+        assert "stdio" in line and "testserver" in line
+        assert "connected" not in line and "tools" not in line and "2026-07-28" not in line, line
+    finally:
+        explorer.close()
+
+
+def test_a_big_result_shows_in_a_pane_of_bounded_height_that_scrolls(wb: Workbench) -> None:
+    """A 60-row query: the pane has a height limit and scrolls both ways (a wide table too)."""
+    wb.open("demo")
+    explorer = Explorer(wb)
+    try:
+        explorer.select("demo/datasets/query")
+        assert explorer.form is not None
+        explorer.form.set_value({"dataset": "penguins", "limit": 60})
+        explorer.call()
+        result = explorer.wait(30)
+        assert result is not None and len(result.data["rows"]) == 60
+        layout = explorer.result_pane.layout
+        assert layout.max_height and layout.max_height.endswith(("px", "em"))
+        assert layout.overflow == "auto"  # vertical and horizontal scroll
+        # and the pane is what scrolls: JupyterLab's output boxes in it would scroll a wide table
+        # on their own, their scrollbar under the table's last row
+        rules = explorer.style.value
+        assert rules.startswith("<style>") and rules.rstrip().endswith("</style>")
+        inner = ".wb-result .jp-OutputArea, .wb-result .jp-OutputArea-child, .wb-result .jp-OutputArea-output"
+        assert f"{inner} {{ overflow: visible; }}" in rules
+    finally:
+        explorer.close()
+
+
+def test_an_app_tool_shows_its_app_in_the_result_pane(wb: Workbench) -> None:
+    """The demo's chart has an MCP App: the explorer shows the app's frame, as a cell does, not a
+    JSON tree; the next call tears the app down, and so does closing the explorer."""
+    wb.open("demo")
+    explorer = Explorer(wb)
+    try:
+        explorer.select("demo/datasets/chart")
+        assert explorer.form is not None
+        explorer.form.set_value({"dataset": "penguins"})
+        explorer.call()
+        result = explorer.wait(30)
+        assert result is not None and result.app is not None
+        frame = explorer.app_frame
+        assert frame is not None and frame.view is result.app
+        assert '<svg id="chart"' in frame.page and frame.page.startswith("<!DOCTYPE html><meta http-equiv=")
+        views = [o["data"][WIDGET_VIEW] for o in explorer.result_pane.outputs if WIDGET_VIEW in o.get("data", {})]
+        assert len(views) == 1
+        shown = pane_text(explorer)
+        assert "demo/datasets/chart [ok" in shown and "(MCP App ui://datasets/chart.html)" in shown
+        assert "wb-json" not in shown and "<details" not in shown  # the app, not the tree
+        assert "✓ structured content matches the output schema" in shown
+        # another call: the app's view is torn down, and the pane shows the new result
+        explorer.select("demo/datasets/list_datasets")
+        explorer.call()
+        explorer.wait(30)
+        assert result.app.torn_down and explorer.app_frame is None
+        assert not any(WIDGET_VIEW in o.get("data", {}) for o in explorer.result_pane.outputs)
+        # and once more, then the explorer closes: the app goes with it
+        explorer.select("demo/datasets/chart")
+        explorer.call()
+        again = explorer.wait(30)
+        assert again is not None and again.app is not None and explorer.app_frame is not None
+    finally:
+        explorer.close()
+    assert again.app.torn_down and explorer.app_frame is None
+
+
+def test_an_app_that_cannot_show_says_why_and_shows_the_data(
+    make_workbench: Callable[..., Workbench],
+) -> None:
+    """A tool whose UI page is not an MCP App page: one red line, then the result as data."""
+    wb = make_workbench({"toolboxes": {"a": toolbox({"apps": python_server("apps_server.py")})}})
+    wb.open("a")
+    explorer = Explorer(wb, "a")
+    try:
+        explorer.select("a/apps/plain_page")
+        explorer.call()
+        result = explorer.wait(30)
+        assert result is not None and result.app is not None and explorer.app_frame is None
+        shown = pane_text(explorer)
+        assert "Cannot show the app of tool 'plain_page' in server 'apps' (toolbox 'a')" in shown
+        assert "#b00020" in shown and "a/apps/plain_page [ok" in shown
     finally:
         explorer.close()

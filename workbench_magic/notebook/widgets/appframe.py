@@ -122,7 +122,11 @@ def with_csp(page: str, csp: str) -> str:
 
 
 class AppFrame(anywidget.AnyWidget):
-    """The frame of one `AppView` (kernel thread only)."""
+    """The frame of one `AppView` (kernel thread only).
+
+    A frame shown as a cell's output (`in_cell`) is torn down when that cell runs again; the
+    explorer's (`in_cell=False`) when the explorer shows another result.
+    """
 
     _esm = _ESM
     page = traitlets.Unicode("").tag(sync=True)
@@ -132,14 +136,14 @@ class AppFrame(anywidget.AnyWidget):
     theme = traitlets.Unicode("light").tag(sync=True)
     key = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, view: AppView) -> None:
+    def __init__(self, view: AppView, *, in_cell: bool = True) -> None:
         page = with_csp(view.html, view.csp)
         super().__init__(page=page, allow=view.allow, border=bool(view.load().prefers_border), key=uuid.uuid4().hex)
         self.view = view
         self.notes = widgets.HTML("")
         self.on_msg(self._on_msg)
         self._unsubscribe = _on_close_of(self, view)
-        self.cell_id = _watch_rerun()
+        self.cell_id = _watch_rerun() if in_cell else None
         _live.add(self)
 
     @traitlets.observe("theme")

@@ -50,17 +50,15 @@ def tool_label(tool: ToolInfo) -> str:
 
 
 def server_html(status: ServerStatus) -> str:
-    """A server's status line: its error, or state, transport, protocol, tool count, who it is and
-    the extensions it declares."""
+    """A server's status line, under its label (`server_label`: state, tool count, protocol) and
+    saying what the label does not: its error, or its transport, who it is and the extensions it
+    declares."""
     if status.status == "failed":
         return f"<div style='color:#b00020;white-space:pre-wrap'>{esc(status.error)}</div>"
     info = f" · {esc(status.server_info)}" if status.server_info else ""
     extensions = ", ".join(short_extension(e) for e in status.extensions)
     said = f" · <span class='wb-server-extensions'>extensions {esc(extensions)}</span>" if extensions else ""
-    return (
-        f"<div>{esc(status.status)} · {esc(status.transport)} · protocol {esc(status.protocol)}"
-        f" · {status.tool_count} tools{info}{said}</div>"
-    )
+    return f"<div>{esc(status.transport)}{info}{said}</div>"
 
 
 class ToolChooser:

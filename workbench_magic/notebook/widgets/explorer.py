@@ -38,9 +38,10 @@ from workbench_magic.vocabulary.listings import status_table_html, tools_table_h
 from workbench_magic.vocabulary.rendering import esc
 
 if TYPE_CHECKING:
+    from workbench_magic.notebook.widgets.appframe import AppFrame
     from workbench_magic.vocabulary.events import Event
     from workbench_magic.vocabulary.listings import ServerStatus, ToolInfo
-    from workbench_magic.vocabulary.results import ToolResult
+    from workbench_magic.vocabulary.results import ToolApp, ToolResult
 
 FORM_CACHE = 32
 """Forms kept per explorer (values survive re-selecting a tool); older ones are closed."""
@@ -48,6 +49,13 @@ TABS = ("Tools", "Resources", "Skills", "Prompts", "Logs", "History", "Tasks", "
 """The explorer's tabs, in order."""
 TICKING = ("Logs", "Resources", "Tasks", "Protocol", "Models")
 """The tabs brought up to date every second while they show (Resources and Models: `sync()`)."""
+RESULT_HEIGHT = "32em"
+"""The result pane's height limit: a longer or wider result scrolls inside it."""
+EXPLORER_CSS = """
+.wb-result .jp-OutputArea, .wb-result .jp-OutputArea-child, .wb-result .jp-OutputArea-output { overflow: visible; }
+"""
+"""The result pane is the one thing that scrolls in it: JupyterLab's own output boxes would scroll a wide
+table each on its own, with the sideways scrollbar under the table's last row, out of view."""
 
 
 def _kernel_channel() -> Channel:
@@ -65,7 +73,8 @@ class Explorer:
 
     `explorer.widget` is the ipywidgets tree; displaying the explorer shows it (or static HTML /
     text where no widget frontend runs). `explorer.result` is the last result,
-    `explorer.copy_as_cell()` the `%%use_tool` cell that reproduces the last call.
+    `explorer.copy_as_cell()` the `%%use_tool` cell that reproduces the last call. A result whose
+    tool has an MCP App shows the app (`explorer.app_frame`, torn down when the next call starts).
     `close()` closes its widgets and stops listening; `Explorer.of(workbench, toolbox)` is the
     one explorer of a toolbox, reused by every display and closed when the toolbox closes.
     """
@@ -76,6 +85,9 @@ class Explorer:
         self.workbench = workbench or Workbench.shared()
         self.home = toolbox
         self.result: ToolResult | None = None
+        self.app_frame: AppFrame | None = None
+        """The frame of the app the result pane shows (None when it shows none)."""
+        self._app_boxes: list[w.Box] = []
         self.cell: str | None = None
         self.form: SchemaForm | None = None
         self.closed = False
@@ -130,7 +142,11 @@ class Explorer:
         self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="50%", visibility="hidden"))
         self.progress_label = w.Label()
         self.requests_box = w.VBox()
-        self.result_pane = w.Output(layout=w.Layout(border="1px solid #ddd", min_height="2em", padding="4px"))
+        self.result_pane = w.Output(
+            layout=w.Layout(
+                border="1px solid #ddd", min_height="2em", max_height=RESULT_HEIGHT, overflow="auto", padding="4px"
+            )
+        )
         self.cell_text = w.Textarea(layout=w.Layout(width="100%", height="8em", display="none"))
         self.history_pane = w.HTML()
         for widget, css in (
@@ -167,7 +183,10 @@ class Explorer:
         pages.update((title, pane.widget) for title, pane in self._panes.items())
         self.tabs = w.Tab(children=[pages[title] for title in TABS])
         self.tabs.titles = TABS
-        self.widget = w.VBox([w.HTML("<b>MCP Workbench</b>"), self.chooser.header, self.server_info, self.tabs])
+        self.style = w.HTML(f"<style>{EXPLORER_CSS}</style>", layout=w.Layout(display="none"))
+        self.widget = w.VBox(
+            [w.HTML("<b>MCP Workbench</b>"), self.chooser.header, self.server_info, self.tabs, self.style]
+        )
         self.widget.add_class("wb-explorer")
         self._shown_tab = TABS[0]
         self.tabs.observe(self._on_tab, names="selected_index")
@@ -289,6 +308,7 @@ class Explorer:
             try:
                 handler(arg)
             except Exception as exc:
+                self._end_app("the explorer showed an error")
                 render_error(self.result_pane, str(exc))
 
         return run
@@ -348,7 +368,9 @@ class Explorer:
             pane.close()
         if self._log_timer is not None:
             self._log_timer.cancel()
-        close_tree(self.widget, self.cell_text)
+        self._end_app("the explorer was closed")
+        close_tree(self.widget, self.cell_text, *self._app_boxes)
+        self._app_boxes.clear()
         explorers = self._shared.get(self.workbench, {})
         if explorers.get(self.home) is self:
             del explorers[self.home]
@@ -418,6 +440,7 @@ class Explorer:
     # ---- calling ------------------------------------------------------------------------
     def call(self) -> concurrent.futures.Future[ToolResult] | None:
         """Call the selected tool with the form's values; returns at once (the future of the call)."""
+        self._end_app("another call was made in the explorer")
         if self.tool is None or self.form is None:
             render_error(self.result_pane, "Select a tool first")
             return None
@@ -484,8 +507,37 @@ class Explorer:
                 self.progress.value = 1.0
                 self.progress.bar_style = "danger" if result.is_error else "success"
                 self.progress_label.value = f"{'error' if result.is_error else 'done'} in {result.elapsed:.2f} s"
-                render_result(self.result_pane, result, tool.output_schema)
+                app = self._app_of(result.app) if result.app is not None and not result.is_error else None
+                render_result(self.result_pane, result, tool.output_schema, app)
         self._render_history()
+
+    def _app_of(self, view: ToolApp) -> w.Box | str:
+        """The app's frame for the result pane, as a cell shows it; or the line saying why it cannot show."""
+        from workbench_magic.api.apps import AppError, AppView
+        from workbench_magic.notebook.widgets.appframe import AppFrame
+
+        assert isinstance(view, AppView)  # the one kind of app there is
+        if view.frame is not None:  # shown before: this display runs a page of its own
+            view = view.again()
+        try:
+            frame = AppFrame(view, in_cell=False)
+        except AppError as exc:
+            return str(exc)
+        view.frame = self.app_frame = frame
+        box = w.VBox([frame, frame.notes], layout=w.Layout(width="100%"))
+        box.add_class("wb-app")
+        # an app's page answers its teardown after the pane changed: the one before this stays open
+        # for that, older ones are closed (an open widget stays in the kernel for good)
+        while len(self._app_boxes) > 1:
+            close_tree(self._app_boxes.pop(0))
+        self._app_boxes.append(box)
+        return box
+
+    def _end_app(self, reason: str) -> None:
+        """The app shown goes: its page is told (`ui/resource-teardown`) before the pane changes."""
+        frame, self.app_frame = self.app_frame, None
+        if frame is not None:
+            frame.teardown(reason)
 
     def cancel(self) -> None:
         """Cancel the running call (the server gets `notifications/cancelled`)."""

@@ -51,6 +51,32 @@ NO_EVALUATION = (
 )
 
 
+BACKGROUND = "var(--jp-layout-color1, #fff)"
+HEADER_HEIGHT = 48
+"""Pixels of the schema report's header row (two lines, kept on one each): a tool's name sticks under it."""
+MODELS_CSS = f"""
+.wb-models-schemas table {{ border-collapse: separate; border-spacing: 0; line-height: 1.4; }}
+.wb-models-schemas thead th {{
+  position: sticky; top: 0; z-index: 2; height: {HEADER_HEIGHT}px; box-sizing: border-box; white-space: nowrap;
+  background: {BACKGROUND};
+}}
+.wb-models-schemas thead th:first-child {{ left: 0; z-index: 3; }}
+.wb-models-schemas tbody td:first-child {{
+  position: sticky; left: 0; z-index: 1; vertical-align: top; background: {BACKGROUND};
+}}
+.wb-models-schemas tbody td:first-child code {{ display: block; position: sticky; top: {HEADER_HEIGHT + 4}px; }}
+.wb-models-cost th, .wb-models-cost td {{ padding: 2px 8px; vertical-align: top; }}
+.wb-models-cost th {{ text-align: left; }}
+.wb-models-cost th:nth-child(2), .wb-models-cost th:nth-child(3), .wb-models-cost th:nth-child(4) {{
+  text-align: right;
+}}
+"""
+"""The schema report, scrolled either way, keeps its provider header (sticky top) and its tool
+names in view (sticky left, and under the header while their row shows); the context cost's number
+headers (bytes, tokens, vs flat) stand right-aligned over their numbers, the others left over their
+words."""
+
+
 def last_evaluation(workbench: Workbench) -> EvalReport | None:
     """The last report `wb.evaluate` made in this workbench (None before the first)."""
     return workbench.last_evaluation
@@ -85,6 +111,7 @@ class ModelsPane(Pane):
     """
 
     noun = "tools as models see them"
+    css = MODELS_CSS
 
     def __init__(self, workbench: Workbench, channel: Channel) -> None:
         self.schemas: SchemaReport | None = None

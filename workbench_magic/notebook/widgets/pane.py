@@ -13,7 +13,7 @@ import json
 import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import ipywidgets as w
 
@@ -155,6 +155,8 @@ class Pane:
 
     noun = "contents"
     """What the pane shows of a server, for the hint ("Select a server to see its ...")."""
+    css: ClassVar[str] = ""
+    """The pane's own style rules (scoped by its CSS classes), in a hidden `style` widget."""
     result_pane: w.Output | None = None
     """Where a pane that has one shows results and the errors of its handlers."""
 
@@ -169,18 +171,19 @@ class Pane:
         self.copy_button = w.Button(description="Copy as cell", icon="copy", disabled=True)
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.cell_text = w.Textarea(layout=w.Layout(width="100%", height=cell_height, display="none"))
+        self.style = w.HTML(f"<style>{self.css}</style>" if self.css else "", layout=w.Layout(display="none"))
         self.widget = w.VBox()
 
     def _finish(self, root: str, prefix: str, children: list[w.Widget], classes: dict[str, w.DOMWidget]) -> None:
         """Lay out `children` in `widget` (CSS class `root`), give each widget the CSS class
-        `prefix-name` (`classes` by name, plus `hint`, `copy`, `refresh`, `cell`), wire the
-        shared buttons and show nothing selected."""
+        `prefix-name` (`classes` by name, plus `hint`, `copy`, `refresh`, `cell`), add the pane's
+        `style`, wire the shared buttons and show nothing selected."""
         shared = {"hint": self.hint, "copy": self.copy_button, "refresh": self.refresh_button, "cell": self.cell_text}
         if self.result_pane is not None:
             shared["result"] = self.result_pane
         for name, widget in {**shared, **classes}.items():
             widget.add_class(f"{prefix}-{name}")
-        self.widget.children = tuple(children)
+        self.widget.children = (*children, self.style)
         self.widget.add_class(root)
         self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
         self.refresh_button.on_click(self._guard(lambda _: self.refresh()))

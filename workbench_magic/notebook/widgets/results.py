@@ -15,6 +15,11 @@ def _esc(value: object) -> str:
     return html.escape(str(value))
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 key`, `2 keys`: a count with its noun, singular for one."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def json_tree_html(value: Any, depth: int = 0, open_depth: int = 1) -> str:
     """JSON as nested `<details>`: collapsible without any frontend code (also in nbconvert)."""
     if isinstance(value, dict):
@@ -23,14 +28,14 @@ def json_tree_html(value: Any, depth: int = 0, open_depth: int = 1) -> str:
         items = "".join(
             f"<li><b>{_esc(k)}</b>: {json_tree_html(v, depth + 1, open_depth)}</li>" for k, v in value.items()
         )
-        summary = f"{{…}} {len(value)} keys"
+        summary = f"{{…}} {counted(len(value), 'key')}"
     elif isinstance(value, list):
         if not value:
             return "<code>[]</code>"
         items = "".join(f"<li>{json_tree_html(v, depth + 1, open_depth)}</li>" for v in value[:_ROWS])
         if len(value) > _ROWS:
             items += f"<li><i>… {len(value) - _ROWS} more</i></li>"
-        summary = f"[…] {len(value)} items"
+        summary = f"[…] {counted(len(value), 'item')}"
     else:
         return f"<code>{_esc(json.dumps(value, ensure_ascii=False))}</code>"
     opened = " open" if depth < open_depth else ""
@@ -134,15 +139,18 @@ def _masked(mimetype: str, value: Any, secrets: frozenset[str]) -> Any:
     return mask(value, secrets) if isinstance(value, str) and mimetype.startswith("text/") else value
 
 
-def render_result(out: Any, result: Any, output_schema: dict[str, Any] | None = None) -> None:
+def render_result(out: Any, result: Any, output_schema: dict[str, Any] | None = None, app: Any = None) -> None:
     """Show a `ToolResult`: status line, errors in red, structured data (table and JSON tree), text
-    (markdown when it looks like it), images, other blocks. Replaces what the pane showed, at once."""
+    (markdown when it looks like it), images, other blocks. Replaces what the pane showed, at once.
+
+    `app` is the widget of the result's MCP App, shown in place of the data's table and tree (as a
+    cell shows it), or the one line saying why the app cannot show (then in red, over the data)."""
     pending = _Pending(getattr(result, "secrets", frozenset()))
-    _render_result(pending, result, output_schema)
+    _render_result(pending, result, output_schema, app)
     out.outputs = pending.outputs
 
 
-def _render_result(out: _Pending, result: Any, output_schema: dict[str, Any] | None) -> None:
+def _render_result(out: _Pending, result: Any, output_schema: dict[str, Any] | None, app: Any) -> None:
     from IPython.display import Image, Markdown
 
     status = "error" if result.is_error else "ok"
@@ -150,19 +158,28 @@ def _render_result(out: _Pending, result: Any, output_schema: dict[str, Any] | N
     replayed = getattr(result, "replayed", False)
     line = f"{result.identifier} [{status}, {result.elapsed * 1000:.0f} ms{', replayed' if replayed else ''}]"
     badge = " <span class='wb-replayed' style='background:#e3e8f4;padding:0 4px'>replayed</span>" if replayed else ""
-    _show(out, f"<div class='wb-result-status' style='color:{color}'><b>{_esc(line)}</b>{badge}</div>", line)
+    framed = app is not None and not isinstance(app, str) and not result.is_error
+    of_app = f"(MCP App {result.app.resource_uri})" if framed else ""
+    mark = f" <i>{_esc(of_app)}</i>" if framed else ""
+    status_html = f"<div class='wb-result-status' style='color:{color}'><b>{_esc(line)}</b>{badge}{mark}</div>"
+    _show(out, status_html, f"{line} {of_app}".rstrip())
     if result.is_error:
         text = result.text or "the tool reported an error without a message"
         _show(out, f"<div class='wb-error' style='{_RED}'>{_esc(text)}</div>", text)
         return
+    if isinstance(app, str):
+        _show(out, f"<div class='wb-error' style='{_RED}'>{_esc(app)}</div>", app)
+    elif framed:
+        out.append_display_data(app)
     data = result.structured_content
     if data is not None:
         from workbench_magic.vocabulary.results import find_table
 
-        table = find_table(data)
-        if isinstance(table, list):
-            _show(out, records_table_html(table), repr(table))
-        _show(out, f"<div class='wb-json'>{json_tree_html(data)}</div>", json.dumps(data))
+        if not framed:  # the app shows the data its own way
+            table = find_table(data)
+            if isinstance(table, list):
+                _show(out, records_table_html(table), repr(table))
+            _show(out, f"<div class='wb-json'>{json_tree_html(data)}</div>", json.dumps(data))
         check = schema_check_html(result, output_schema)
         if check:
             _show(out, check, html.unescape(check))

@@ -23,6 +23,20 @@ if TYPE_CHECKING:
 
 DIGEST_SHOWN = 12
 """Hex digits of a file's digest the files table shows (the whole digest is its tooltip)."""
+LABEL_LENGTH = 96
+"""Characters of a skill's line in the list; a longer description is cut with `…` (the info shows it whole)."""
+
+
+def skill_label(info: SkillInfo) -> str:
+    """The skill's line in the list: its name and its description, cut to `LABEL_LENGTH`."""
+    label = f"{info.name} — {' '.join(info.description.split())}"
+    if len(label) <= LABEL_LENGTH:
+        return label
+    cut = label[: LABEL_LENGTH - 1]
+    space = cut.rfind(" ")
+    if space > len(info.name) + 3:  # at a word's end, where the description has one
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:—") + "…"
 
 
 def files_table_html(info: SkillInfo) -> str:
@@ -62,14 +76,17 @@ class SkillPane(Pane):
 
     result_pane: w.Output
     noun = "skills"
+    # a list is as wide as its longest option unless it may shrink: within the pane, it clips them
+    css = ".wb-skill-select select { min-width: 0; }"
 
     def __init__(self, workbench: Workbench) -> None:
         super().__init__(workbench, cell_height="4em")
         self.skills: list[SkillInfo] = []
         self.selected: SkillInfo | None = None
         self.skill: Skill | None = None
-        self.select = w.Select(rows=6, layout=w.Layout(width="100%"))
-        self.info = w.HTML(layout=w.Layout(width="100%"))
+        # width auto fills the pane; 100% plus a widget's margins ran past its right edge
+        self.select = w.Select(rows=6, layout=w.Layout(width="auto", max_width="100%"))
+        self.info = w.HTML(layout=w.Layout(width="auto", max_width="100%"))
         self.result_pane = w.Output(layout=w.Layout(border="1px solid #ddd", min_height="2em", padding="4px"))
         self.select.observe(self._guard(self._on_select), names="value")
         buttons = w.HBox([self.copy_button, self.refresh_button])
@@ -104,7 +121,7 @@ class SkillPane(Pane):
         if notes:
             self.hint.value += "".join(f"<div class='wb-skill-note'><i>{html.escape(n)}</i></div>" for n in notes)
         index = next((i for i, s in enumerate(self.skills) if s.name == keep), None)
-        options = [(f"{s.name} — {s.description}", i) for i, s in enumerate(self.skills)]
+        options = [(skill_label(s), i) for i, s in enumerate(self.skills)]
         self._choose(self.select, options, index)
 
     def _on_select(self, change: Any = None) -> None:
