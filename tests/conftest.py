@@ -381,14 +381,20 @@ class HttpServer:
             stdout=self.log,
             stderr=self.log,
         )
-        self._wait_listening()
+        try:
+            self._wait_listening()
+        except BaseException:  # a server that never listened is not left running (a loaded machine)
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
+            raise
 
     @property
     def url(self) -> str:
         path = "/sse" if self.transport == "sse" else "/mcp"
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def _wait_listening(self, timeout: float = 20.0) -> None:
+    def _wait_listening(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

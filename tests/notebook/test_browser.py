@@ -76,7 +76,11 @@ class Lab:
             ],
             cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:  # a JupyterLab that never answered is not left running
+            self.stop()
+            raise
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path}?token={self.token}"
@@ -110,7 +114,7 @@ class Lab:
             timeout=120_000,
         )
 
-    def _wait_ready(self, timeout: float = 90) -> None:
+    def _wait_ready(self, timeout: float = 150) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
