@@ -7,6 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NPM_STAMP := tests/servers/node_modules/.installed-$(shell cat tests/servers/package-lock.json | cksum | cut -d' ' -f1)
+CONFORMANCE_STAMP := tests/conformance/node_modules/.installed-$(shell cat tests/conformance/package-lock.json | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 # pytest-xdist workers (0: one process); the conftest starts the longest tests first, and each
 # worker is handed one test at a time (--maxschedchunk=1: xdist's default hands out runs of
@@ -19,7 +20,7 @@ PYTEST_WORKERS ?= 4
 # per run, not once per process, and pytest keeps the test modules it rewrote.
 PYTEST_PLUGINS := -p xdist.plugin -p pytest_timeout
 
-.PHONY: lab test demo lint venv npm extensions bench bench-quick bench-batch bench-load docs clean
+.PHONY: lab test demo lint venv npm conformance extensions bench bench-quick bench-batch bench-load docs clean
 
 # --no-compile: a module is compiled when first imported (a few hundred of them), not all of them
 # at install (half of the install's time)
@@ -33,6 +34,13 @@ $(STAMP): pyproject.toml
 npm: $(NPM_STAMP)
 $(NPM_STAMP): tests/servers/package-lock.json
 	cd tests/servers && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
+	touch $@
+
+## make conformance: the official MCP conformance suite and the Node 22 binary it needs (an npm
+## package: the machines have Node 20), pinned in tests/conformance/package-lock.json
+conformance: $(CONFORMANCE_STAMP)
+$(CONFORMANCE_STAMP): tests/conformance/package-lock.json
+	cd tests/conformance && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
 	touch $@
 
 ## make extensions: the extension test servers' virtualenvs (FastMCP 4.2 serving skills, fastmcp-tasks
@@ -107,7 +115,7 @@ test:
 	@rm -rf $(BINDER_ENV) && mkdir -p build; \
 	setsid $(PYTHON) tests/notebook/binder_environment.py $(BINDER_ENV) > build/binder-env.log 2>&1 & binder=$$!; \
 	trap 'kill -- -$$binder 2>/dev/null' EXIT; \
-	$(MAKE) --no-print-directory -j3 venv npm extensions || exit 1; \
+	$(MAKE) --no-print-directory -j3 venv npm conformance extensions || exit 1; \
 	nice -n 10 $(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & lint=$$!; \
 	WORKBENCH_TEST_BINDER=$(BINDER_ENV) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE= \
 		$(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--maxschedchunk=1) \
@@ -117,4 +125,4 @@ test:
 	test $$tests -eq 0 && test $$linted -eq 0
 
 clean:
-	rm -rf $(VENV) tests/servers/node_modules bench/node_modules $(EXT)/*-venv site $(BINDER_ENV) build/binder-env.log
+	rm -rf $(VENV) tests/servers/node_modules tests/conformance/node_modules bench/node_modules $(EXT)/*-venv site $(BINDER_ENV) build/binder-env.log

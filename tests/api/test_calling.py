@@ -85,6 +85,55 @@ def test_a_value_with_no_json_form_is_refused_before_sending(
     assert sent(wb, tool) == [], "nothing was sent"
 
 
+CALL = "tools/call"
+NULL_NOTE = "argument 'n' is null, which its schema does not allow, and optional: left out (its default applies)"
+
+
+def test_a_null_for_an_optional_argument_its_schema_does_not_allow_is_left_out(
+    wb: Workbench, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 54 (`http-custom-headers`; models in OpenAI's strict mode): a None for an optional
+    argument whose schema has no null means "absent": left out of the call (the wire and the history
+    show it gone, the workbench's logger says so), whether or not `validate_arguments` is on."""
+    with wb.trace("t/s") as trace, caplog.at_level("INFO", logger="workbench_magic"):
+        result = wb.call("t/s/table", {"n": None})
+        assert not result.is_error, result.text
+        assert len(result.data["result"]) == 3  # the default applies
+        assert wb.start("t/s/table", {"n": None}).result(60).data == result.data
+    calls = [m.message["params"] for m in trace.messages if m.direction == "sent" and m.message.get("method") == CALL]
+    assert [(c["name"], c.get("arguments")) for c in calls] == [("table", {}), ("table", {})]
+    assert sent(wb, "table") == [{}, {}]
+    assert [r.getMessage() for r in caplog.records if "is null" in r.getMessage()] == [f"t/s/table: {NULL_NOTE}"] * 2
+
+
+def test_a_null_for_a_required_argument_stays_as_it_was_given(wb: Workbench) -> None:
+    """Refused by the argument check; sent as null without it (the server refuses it then)."""
+    if wb.validate_arguments:
+        with pytest.raises(ArgumentError, match=r"argument 'text': None is not of type 'string'$"):
+            wb.call("t/s/echo", {"text": None})
+        assert sent(wb, "echo") == []
+    else:
+        assert wb.call("t/s/echo", {"text": None}).is_error
+        assert sent(wb, "echo") == [{"text": None}]
+
+
+def test_a_null_its_schema_allows_is_sent(make_workbench: Any) -> None:
+    from mcp.server import MCPServer
+
+    server = MCPServer("nullable")
+
+    @server.tool()
+    def note(text: str | None = "default") -> str:
+        """Say what came."""
+        return repr(text)
+
+    wb = make_workbench({"toolboxes": {}})
+    wb.add_server("n/s", server)
+    assert wb.call("n/s/note", {"text": None}).text == "None"
+    assert wb.call("n/s/note", {}).text == "'default'"
+    assert sent(wb, "note") == [{"text": None}, {}]
+
+
 def test_arguments_that_are_not_a_mapping_are_a_usage_error(wb: Workbench) -> None:
     cases: list[tuple[Any, str]] = [
         ('{"text": "x"}', "str (parse JSON text with json.loads first)"),

@@ -30,7 +30,7 @@ from workbench_magic.config.auth import AuthConfig, OAuthOptions, parse_auth
 from workbench_magic.config.discovery import load_config
 from workbench_magic.engine.auth import TOKEN_DIR_ENV, token_dir, token_path
 from workbench_magic.notebook.views import ConfigView
-from workbench_magic.vocabulary.errors import ConfigError, WorkbenchError
+from workbench_magic.vocabulary.errors import ConfigError, ConnectError, UsageError, WorkbenchError
 from workbench_magic.vocabulary.masking import mask
 
 OAUTHSERVER = SERVERS / "oauthserver.py"
@@ -39,7 +39,7 @@ TTL = 2
 
 def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a loaded machine starts a Python server slowly
     while True:
         try:
             httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
@@ -158,6 +158,20 @@ def test_auth_config_shapes_and_secrets(monkeypatch: pytest.MonkeyPatch) -> None
         ({"oauth": {"scope": "x"}}, "unknown oauth key 'scope'"),
         ({"oauth": {"scopes": [1]}}, "'scopes' must be a list of strings"),
         ({"bearer": "t", "oauth": {}}, "unknown auth"),
+        ({"oauth": {"grant": "password"}}, "unknown grant 'password'"),
+        ({"oauth": {"grant": "client_credentials"}}, "the client_credentials grant needs 'client_id'"),
+        ({"oauth": {"client_metadata_url": "http://x.example/c.json"}}, "'client_metadata_url' must be an https://"),
+        ({"oauth": {"token_endpoint_auth_method": "client_secret_basic"}}, "needs a 'client_secret'"),
+        ({"oauth": {"token_endpoint_auth_method": "mtls"}}, "unknown token_endpoint_auth_method 'mtls'"),
+        ({"oauth": {"private_key": "k"}}, "'private_key' is for the client_credentials grant"),
+        ({"oauth": {"grant": "workload_identity"}}, "the workload_identity grant needs a 'workload_token'"),
+        ({"oauth": {"workload_token": "t"}}, "'workload_token' is for the workload_identity grant"),
+        (
+            {"oauth": {"grant": "enterprise_managed", "client_id": "a", "client_secret": "b"}},
+            "needs 'client_id', 'client_secret' and 'identity_provider'",
+        ),
+        ({"oauth": {"identity_provider": {"token_endpoint": "x"}}}, "needs 'token_endpoint' and 'id_token'"),
+        ({"oauth": {"signing_algorithm": "none"}}, "unknown signing_algorithm 'none'"),
     ],
 )
 def test_bad_auth_is_one_line_with_its_path(auth: Any, expected: str) -> None:
@@ -316,3 +330,124 @@ def test_logout_names_what_it_cannot_find() -> None:
         wb.logout("o/nope")
     assert wb.logout("o") == []
     assert not os.environ.get("NO_SUCH")  # nothing else was touched
+
+
+def test_keys_and_tokens_given_in_the_config_are_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRIVATE_KEY", "-----BEGIN PRIVATE KEY-----key-text")
+    monkeypatch.setenv("ID_TOKEN", "id-token-text")
+    private = {"grant": "client_credentials", "client_id": "c", "private_key": "${PRIVATE_KEY}"}
+    enterprise = {
+        "grant": "enterprise_managed",
+        "client_id": "c",
+        "client_secret": "s3cret-value",
+        "issuer": "https://as.example",
+        "identity_provider": {"token_endpoint": "https://idp.example/token", "id_token": "${ID_TOKEN}"},
+    }
+    servers = {
+        "k": {"url": "https://k.example/mcp", "auth": {"oauth": private}},
+        "w": {
+            "url": "https://w.example/mcp",
+            "auth": {"oauth": {"grant": "workload_identity", "workload_token": "wl-token"}},
+        },
+        "e": {"url": "https://e.example/mcp", "auth": {"oauth": enterprise}},
+    }
+    config = load_config({"toolboxes": {"r": toolbox(servers)}})
+    assert {"-----BEGIN PRIVATE KEY-----key-text", "id-token-text", "wl-token", "s3cret-value"} <= config.secrets
+    shown = repr(config) + ConfigView(config).text()
+    assert not any(value in shown for value in ("key-text", "id-token-text", "wl-token", "s3cret-value"))
+    assert config.server("r", "e").auth.to_json()["oauth"]["identity_provider"]["token_endpoint"] == (  # type: ignore[union-attr]
+        "https://idp.example/token"
+    )
+
+
+@pytest.mark.parametrize(
+    ("configured", "supported", "secret", "chosen"),
+    [
+        (None, ["client_secret_basic", "client_secret_post"], True, "client_secret_basic"),
+        (None, ["client_secret_post", "client_secret_basic"], True, "client_secret_basic"),
+        (None, ["client_secret_post"], True, "client_secret_post"),
+        (None, None, True, "client_secret_basic"),  # RFC 8414: basic when the server names none
+        (None, ["none", "private_key_jwt"], True, "none"),
+        (None, ["client_secret_basic"], False, "none"),
+        ("client_secret_post", ["client_secret_basic"], True, "client_secret_post"),
+    ],
+)
+def test_a_preregistered_client_authenticates_the_way_the_server_supports(
+    configured: str | None, supported: list[str] | None, secret: bool, chosen: str
+) -> None:
+    """The old code always sent the secret in the form body (client_secret_post), which an
+    authorization server supporting only client_secret_basic refuses (conformance
+    auth/pre-registration)."""
+    from workbench_magic.engine.auth import token_endpoint_auth_method
+
+    assert token_endpoint_auth_method(configured, supported, secret) == chosen
+
+
+def test_a_key_or_token_is_the_file_it_names_read_at_each_use(tmp_path: Path) -> None:
+    from workbench_magic.engine.auth import secret_text
+
+    token = tmp_path / "token"
+    token.write_text("first-token\n")
+    assert secret_text(str(token)) == "first-token"
+    token.write_text("rotated-token\n")  # a platform refreshes the file in place
+    assert secret_text(str(token)) == "rotated-token"
+    jwt_like = "eyJ" + "a" * 400 + ".eyJ" + "b" * 400 + ".sig"  # longer than a file name may be
+    assert secret_text(jwt_like) == jwt_like
+    assert secret_text(str(tmp_path / "missing")) == str(tmp_path / "missing")
+    pem = "-----BEGIN PRIVATE KEY-----\nMIG\n-----END PRIVATE KEY-----"
+    assert secret_text(pem) == pem
+
+
+def follow_link(url: str) -> None:
+    """A headless browser: open the authorization link, go where it redirects (the catcher)."""
+    response = httpx.get(url, follow_redirects=False, timeout=10)
+    httpx.get(response.headers["location"], timeout=10)
+
+
+def test_an_authorization_handler_gets_the_link_and_nothing_is_shown(
+    oauth_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    given: list[str] = []
+    shown: list[str] = []
+    monkeypatch.setattr("workbench_magic.engine.auth._display_link", lambda where, url: shown.append(url))
+
+    def handler(url: str) -> None:
+        given.append(url)
+        follow_link(url)
+
+    wb = Workbench(
+        config={"toolboxes": {"o": toolbox({"srv": {"url": oauth_url, "auth": "oauth"}})}},
+        authorization_handler=handler,
+        connect_timeout=60,
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="workbench_magic"):
+            assert wb.call("o/srv/whoami").text
+        assert len(given) == 1 and "/authorize?" in given[0]
+        assert shown == [] and "needs authorization" not in caplog.text
+        assert wb.authorization_handler is handler
+    finally:
+        wb.close_all()
+
+
+def test_a_failing_authorization_handler_is_one_line(oauth_url: str) -> None:
+    def handler(url: str) -> None:
+        raise RuntimeError("no browser here")
+
+    wb = Workbench(config={"toolboxes": {"o": toolbox({"srv": {"url": oauth_url, "auth": "oauth"}})}})
+    wb.authorization_handler = handler
+    try:
+        with pytest.raises(ConnectError) as info:
+            wb.open("o")
+        assert f"authorization_handler failed for {oauth_url}: no browser here" in str(info.value)
+        assert len(str(info.value).splitlines()) == 1
+    finally:
+        wb.close_all()
+
+
+def test_an_authorization_handler_that_is_not_a_function_is_refused() -> None:
+    with pytest.raises(UsageError, match="authorization_handler must be None or a function"):
+        Workbench(
+            config={"toolboxes": {"o": toolbox({"srv": {"url": "https://o.example/mcp", "auth": "oauth"}})}},
+            authorization_handler="https://example.com",  # type: ignore[arg-type]
+        )

@@ -328,7 +328,7 @@ def test_the_station_server_needs_its_token(monkeypatch: pytest.MonkeyPatch) -> 
     env = {**os.environ, "STATION_TOKEN": "station-test-token-42"}
     proc = subprocess.Popen([sys.executable, str(script["SERVER"]), "--port", str(port)], env=env)
     try:
-        script["wait_listening"](port, proc)
+        script["wait_listening"](port, proc, timeout=60)  # a loaded machine starts it slowly
         url = f"http://127.0.0.1:{port}/mcp"
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(urllib.request.Request(url, data=b"{}", method="POST"), timeout=10)

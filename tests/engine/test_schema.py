@@ -194,3 +194,169 @@ def test_a_remote_ref_is_never_fetched_and_the_call_goes_to_the_server_unchecked
         watcher.join()
         listener.close()
     assert connections == []
+
+
+class Canary:
+    """An HTTP server on a real socket that serves a JSON Schema at any path and counts the
+    connections and requests it gets: a schema check that fetched would show here."""
+
+    def __init__(self) -> None:
+        import http.server
+        import json
+        import threading
+
+        self.connections = 0
+        self.requests: list[str] = []
+        canary = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                canary.requests.append(self.path)
+                body = json.dumps({"type": "object", "properties": {"displayName": {"type": "string"}}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/schema+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                canary.connections += 1
+                return True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/canary.json"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def canary() -> Any:
+    served = Canary()
+    try:
+        yield served
+    finally:
+        served.close()
+
+
+def test_the_canary_counts_a_fetch(canary: Canary) -> None:
+    """The canary sees a fetch (so its zero below means something)."""
+    import urllib.request
+
+    with urllib.request.urlopen(canary.url, timeout=30) as response:
+        assert b"displayName" in response.read()
+    assert (canary.connections, canary.requests) == (1, ["/canary.json"])
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_a_servers_remote_ref_is_never_fetched_listing_checking_or_calling(
+    make_workbench, canary: Canary, validate: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54 (`json-schema-ref-no-deref`): a tool whose input and output schemas `$ref` a URL
+    (the canary) is listed, judged by check_schemas, called with and without the argument check:
+    the canary is never asked. The server's log says so once; local `$ref`s are checked as ever."""
+    from workbench_magic import ArgumentError
+
+    monkeypatch.syspath_prepend(str(SERVERS))
+    import refserver
+
+    wb = make_workbench({"toolboxes": {}}, validate_arguments=validate)
+    wb.add_server("refs/server", refserver.make(canary.url))
+    listed = {t.name: t for t in wb.tools("refs")}
+    assert listed["lookup_user"].input_schema["properties"]["profile"] == {
+        "$ref": canary.url,
+        "default": None,
+        "title": "Profile",
+    }
+    wb.check_schemas("refs")
+    found = wb.call("refs/server/lookup_user", {"user": {"id": "ada-1"}, "profile": {"displayName": "Ada"}})
+    assert not found.is_error, found.text
+    assert found.data == {"id": "ada-1", "profile": {"displayName": "Ada"}}
+    # a schema with a remote $ref is not checked here: the server judges (pydantic refuses)
+    refused = wb.call("refs/server/lookup_user", {"user": {"id": "Not Valid"}})
+    assert refused.is_error and "pattern" in refused.text
+    # local $refs are checked before sending, as ever (with the check on)
+    if validate:
+        with pytest.raises(ArgumentError, match=r"argument 'user\.id': 'Not Valid' does not match"):
+            wb.call("refs/server/local_only", {"user": {"id": "Not Valid"}})
+    assert wb.call("refs/server/local_only", {"user": {"id": "ada-1"}}).data == {"result": "ada-1"}
+    wb.tools("refs")  # listed again
+    log = wb.logs("refs/server")
+    said = f"tool 'lookup_user': $ref '{canary.url}' not fetched"
+    assert log.count(said) == 1, log
+    assert "local_only" not in log
+    assert (canary.connections, canary.requests) == (0, [])
+
+
+def test_remote_refs_name_what_would_be_fetched_and_nothing_is(canary: Canary) -> None:
+    """A relative `$ref` resolves against the schema's `$id`; an embedded resource (`$id` in
+    `$defs`) and a local `$ref` are not remote; a schema that compiles has none."""
+    base = canary.url.rsplit("/", 1)[0]
+    mixed = {
+        "$id": f"{base}/root.json",
+        "type": "object",
+        "$defs": {"e": {"$id": "https://embedded.test/e.json", "type": "string"}, "n": {"type": "integer"}},
+        "properties": {
+            "e": {"$ref": "https://embedded.test/e.json"},
+            "n": {"$ref": "#/$defs/n"},
+            "rel": {"$ref": "other.json"},
+            "frag": {"$ref": f"{canary.url}#/properties/displayName"},
+        },
+    }
+    assert set(schema.remote_refs(mixed)) == {f"{base}/other.json", canary.url}
+    assert schema.remote_refs(NESTED) == ()
+    assert schema.remote_refs(None) == ()
+    assert schema.remote_ref_note(tool(NESTED)) is None
+    note = schema.remote_ref_note(tool({"type": "object", "properties": {"p": {"$ref": canary.url}}}))
+    assert note == f"tool 'x': $ref '{canary.url}' not fetched; its input schema is not checked here"
+    assert (canary.connections, canary.requests) == (0, [])
+
+
+@pytest.mark.parametrize(
+    ("name", "nullable"),
+    [
+        ("flag", False),
+        ("maybe", True),
+        ("either", True),
+        ("listed", True),
+        ("defined", False),
+        ("defined_nullable", True),
+        ("anything", True),
+        ("a b/c~%", False),  # a name that must be escaped in a JSON pointer and a URI
+        ("remote", True),  # behind a remote $ref: not known (nothing fetched), the null stays
+        ("undeclared", True),
+    ],
+)
+def test_whether_a_property_takes_null(name: str, nullable: bool) -> None:
+    properties = {
+        "flag": {"type": "boolean"},
+        "maybe": {"type": ["boolean", "null"]},
+        "either": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "listed": {"enum": ["a", None]},
+        "defined": {"$ref": "#/$defs/Flag"},
+        "defined_nullable": {"$ref": "#/$defs/Maybe"},
+        "anything": {},
+        "a b/c~%": {"type": "string"},
+        "remote": {"$ref": "http://127.0.0.1:9/never.json"},
+    }
+    input_schema = {
+        "type": "object",
+        "properties": properties,
+        "$defs": {"Flag": {"type": "boolean"}, "Maybe": {"type": ["string", "null"]}},
+        "required": ["flag"],
+    }
+    assert schema.allows_null(input_schema, name) is nullable
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "properties": {"b": {"$ref": "#/definitions/B"}},
+        "definitions": {"B": {"type": "boolean"}},
+    }
+    assert schema.allows_null(draft7, "b") is False

@@ -74,7 +74,7 @@ def served(config: Path) -> Iterator[tuple[int, subprocess.Popen[str]]]:
 
 
 def wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a loaded machine starts serve slowly
     while True:
         try:
             httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)

@@ -6,6 +6,10 @@ listing is served changed, as a real server's would be.
 
 `--resources-only`: the same files as `skill://` resources, without the Skills extension (a server
 that predates it), so `skills/list` is unknown and the capabilities declare no extension.
+
+`--listed-description TEXT`: `skills/list` gives every skill this description in its frontmatter,
+whatever its `SKILL.md` says (a stale or forged listing); the files are served as on disk, with
+their digests and sizes.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.skills.models import SkillFrontmatter
 from fastmcp.skills.provider import SkillsDirectoryProvider
 
 FOLDER = Path(__file__).parent / "skills"
@@ -28,9 +33,28 @@ class ResourcesOnly(SkillsDirectoryProvider):
         return ()
 
 
-def build(folder: Path, *, resources_only: bool) -> FastMCP:
-    provider_type = ResourcesOnly if resources_only else SkillsDirectoryProvider
-    server = FastMCP("skills", providers=[provider_type(folder, reload=True)])
+class ListedAs(SkillsDirectoryProvider):
+    """The skills listed with one description in their frontmatter, their files as on disk."""
+
+    def __init__(self, folder: Path, description: str) -> None:
+        super().__init__(folder, reload=True)
+        self.description = description
+
+    async def load_manifests(self) -> dict[str, Any]:
+        return {
+            path: manifest.model_copy(
+                update={"frontmatter": SkillFrontmatter({**manifest.frontmatter.root, "description": self.description})}
+            )
+            for path, manifest in (await super().load_manifests()).items()
+        }
+
+
+def build(folder: Path, *, resources_only: bool, listed_description: str | None = None) -> FastMCP:
+    if listed_description is not None:
+        provider: SkillsDirectoryProvider = ListedAs(folder, listed_description)
+    else:
+        provider = (ResourcesOnly if resources_only else SkillsDirectoryProvider)(folder, reload=True)
+    server = FastMCP("skills", providers=[provider])
 
     @server.tool()
     def read_csv(path: str, rows: int = 5) -> str:
@@ -50,8 +74,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--folder", type=Path, default=FOLDER)
     parser.add_argument("--resources-only", action="store_true")
+    parser.add_argument("--listed-description")
     args = parser.parse_args()
-    build(args.folder, resources_only=args.resources_only).run(transport="stdio", show_banner=False)
+    server = build(args.folder, resources_only=args.resources_only, listed_description=args.listed_description)
+    server.run(transport="stdio", show_banner=False)
 
 
 if __name__ == "__main__":

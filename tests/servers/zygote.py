@@ -127,6 +127,13 @@ PRELOAD = [
     "mcp.client.stdio",
     "mcp.server.lowlevel",
     "uvloop",
+    # ... and what the conformance client (tests/conformance/client.py) imports to connect over HTTP
+    "httpx2",
+    "jwt",
+    "mcp.client.auth",
+    "mcp.client.auth.extensions.client_credentials",
+    "mcp.client.auth.extensions.identity_assertion",
+    "mcp.client.streamable_http",
 ]
 
 _HEADER = struct.Struct("!I")

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench_magic.vocabulary.arguments import call_arguments, given_arguments, refuse_missing, row_arguments
+from workbench_magic.vocabulary.arguments import (
+    call_arguments,
+    given_arguments,
+    has_null,
+    leave_out_nulls,
+    refuse_missing,
+    row_arguments,
+)
 from workbench_magic.vocabulary.errors import ArgumentError, UsageError
 from workbench_magic.vocabulary.identifiers import ToolIdentifier
 from workbench_magic.vocabulary.listings import ToolInfo
@@ -244,6 +251,35 @@ def test_a_required_argument_whose_value_is_missing_is_refused() -> None:
     with pytest.raises(ArgumentError) as both:
         refuse_missing(tool, {"b": "NaN", "a": "NaN"})
     assert str(both.value) == PREFIX + "arguments 'b', 'a' are required, and their values are missing (NaN)"
+
+
+def test_a_null_means_absent_only_for_an_optional_argument_whose_schema_does_not_allow_it(caplog) -> None:
+    """Issue 54: the optional `verbose` (a boolean) is left out, and the workbench's logger says so;
+    the required `region`, the nullable `note` and the undeclared `extra` keep their null."""
+    schema = {
+        "type": "object",
+        "properties": {"region": {}, "verbose": {}, "note": {}, "n": {}},
+        "required": ["region"],
+    }
+    tool = ToolInfo("t", "s", "echo", input_schema=schema)
+    asked: list[str] = []
+
+    def allows_null(name: str) -> bool:
+        asked.append(name)
+        return name == "note"
+
+    given = {"region": None, "verbose": None, "note": None, "extra": None, "n": 1}
+    with caplog.at_level("INFO", logger="workbench_magic"):
+        sent = leave_out_nulls(tool, given, allows_null)
+    assert sent == {"region": None, "note": None, "extra": None, "n": 1}
+    assert asked == ["verbose", "note"]  # a required or undeclared argument is not even asked about
+    assert [r.getMessage() for r in caplog.records] == [
+        "t/s/echo: argument 'verbose' is null, which its schema does not allow, and optional: "
+        "left out (its default applies)"
+    ]
+    plain = {"n": 1, "note": None}
+    assert leave_out_nulls(tool, plain, allows_null) is plain  # nothing left out: not copied
+    assert has_null(given) and not has_null({"n": 1, "tags": [None]})  # a null inside a value is a value
 
 
 def test_a_dataframe_row_keeps_its_empty_cells_as_nan() -> None:

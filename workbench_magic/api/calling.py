@@ -19,7 +19,7 @@ from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, at_the_caller
-from workbench_magic.vocabulary.arguments import given_arguments, refuse_missing
+from workbench_magic.vocabulary.arguments import given_arguments, has_null, leave_out_nulls, refuse_missing
 from workbench_magic.vocabulary.errors import NotFoundError, UsageError, WorkbenchError, task_not_found
 from workbench_magic.vocabulary.results import ToolResult
 
@@ -36,6 +36,12 @@ def _check_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
     from workbench_magic.engine.schema import validate_arguments as validate
 
     validate(tool, arguments)
+
+
+def _without_absent_nulls(tool: ToolInfo, arguments: dict[str, Any]) -> dict[str, Any]:
+    from workbench_magic.engine.schema import allows_null
+
+    return leave_out_nulls(tool, arguments, lambda name: allows_null(tool.input_schema, name))
 
 
 class Calling(Facade):
@@ -71,7 +77,8 @@ class Calling(Facade):
             arguments: a mapping of the tool's arguments (None: none), sent as JSON values (numpy
                 and pandas values as plain ones, dates as ISO text); an argument whose value is
                 missing (NaN, NA, NaT) is left out, so its default applies (a required one is an
-                `ArgumentError`); checked against its input schema first when `validate_arguments` is on.
+                `ArgumentError`), and so is a None for an optional one whose schema does not allow
+                null; checked against its input schema first when `validate_arguments` is on.
             timeout: seconds the call may take (None: the server's `timeout`, else the workbench's).
             progress: called with each progress notification.
             server_log: called with each log line at warning or above.
@@ -297,8 +304,10 @@ class Calling(Facade):
     ) -> ToolResult:
         ident = parse_identifier(identifier)
         args, missing = given_arguments(arguments, ident)
-        if missing:  # NaN, NA, NaT: left out, unless the tool requires it
-            refuse_missing(await self._lookup(ident), missing)
+        if missing or has_null(args):  # NaN, NA, NaT, and a null its schema does not allow: absent
+            tool = await self._lookup(ident)
+            refuse_missing(tool, missing)  # unless the tool requires it
+            args = _without_absent_nulls(tool, args)
         call = self._core.call(
             ident,
             args,

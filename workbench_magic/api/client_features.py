@@ -21,6 +21,7 @@ from workbench_magic.engine.boundary import contained
 from workbench_magic.engine.clientside import (
     ASK_PERSON,
     LOG_LEVELS,
+    AuthorizationHandler,
     ElicitationHandler,
     RootsSource,
     SamplingHandler,
@@ -67,6 +68,7 @@ class ClientFeatures:
         self._on_change = on_change
         self._sampling_handler: SamplingHandler | None = None
         self._elicitation_handler: ElicitationHandler | None = None
+        self._authorization_handler: AuthorizationHandler | None = None
         self._roots = root_uris(roots) if roots is not None else ()
 
     @property
@@ -75,6 +77,7 @@ class ClientFeatures:
         return {
             "sampling_handler": self._sampling_handler,
             "elicitation_handler": self._elicitation_handler,
+            "authorization_handler": self._authorization_handler,
             "roots": self._roots,
         }
 
@@ -132,6 +135,18 @@ class ClientFeatures:
         if handler is not None and not callable(handler) and not isinstance(handler, Mapping):
             raise UsageError("elicitation_handler must be None, a function (message, schema) or a dict of answers")
         self._elicitation_handler = MappingProxyType(dict(handler)) if isinstance(handler, Mapping) else handler
+        self._on_change()
+
+    @property
+    def authorization_handler(self) -> AuthorizationHandler | None:
+        """None: show the link; `fn(url)`: given each OAuth authorization link."""
+        return self._authorization_handler
+
+    @authorization_handler.setter
+    def authorization_handler(self, handler: AuthorizationHandler | None) -> None:
+        if handler is not None and not callable(handler):
+            raise UsageError("authorization_handler must be None or a function (url)")
+        self._authorization_handler = handler
         self._on_change()
 
     @property
@@ -272,6 +287,30 @@ class ClientFeatureMethods:
     @elicitation_handler.setter
     def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
         self._client.elicitation_handler = handler
+
+    @property
+    def authorization_handler(self) -> AuthorizationHandler | None:
+        """What gets the person to an OAuth flow's authorization link: None, or a function `fn(url)`.
+
+        Unset, the link is shown where the toolbox is opened (a clickable link in the cell, a log
+        line on stderr). A function (sync, run in a worker thread, or async) is called with the URL
+        instead: a notebook can show its own button, a test or a headless run can follow it. Either
+        way the redirect back comes to the workbench's loopback catcher (or is pasted, with
+        `"paste": true`). It is read when a server connects. Setting anything else raises
+        `UsageError`.
+
+        Example:
+            ```python
+            import webbrowser
+
+            wb.authorization_handler = webbrowser.open  # this machine's browser, no link to click
+            ```
+        """
+        return self._client.authorization_handler
+
+    @authorization_handler.setter
+    def authorization_handler(self, handler: AuthorizationHandler | None) -> None:
+        self._client.authorization_handler = handler
 
     @property
     def roots(self) -> list[str]:

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
-    from workbench_magic.engine.clientside import ElicitationHandler, SamplingHandler
+    from workbench_magic.engine.clientside import AuthorizationHandler, ElicitationHandler, SamplingHandler
 
 logger = logging.getLogger("workbench_magic")
 T = TypeVar("T")
@@ -124,6 +124,8 @@ class Workbench(
         sampling_handler: what answers servers' sampling requests: a function, a pydantic-ai `Model` or a
             `"provider:model"` name, or `"ask"` (see `sampling_handler`).
         elicitation_handler: what answers servers' questions (see `elicitation_handler`).
+        authorization_handler: what gets the person to an OAuth authorization link (see
+            `authorization_handler`).
         roots: the roots servers are told, paths or `file://` URIs (see `roots`).
         record: record to a new cassette at this path from the start (see `record`).
         replay: answer the toolboxes recorded in the cassette at this path from it (see `replay`).
@@ -209,6 +211,7 @@ class Workbench(
         *,
         sampling_handler: SamplingHandler | Model | None = None,
         elicitation_handler: ElicitationHandler | None = None,
+        authorization_handler: AuthorizationHandler | None = None,
         roots: list[str] | tuple[str, ...] | str | None = None,
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
@@ -232,6 +235,8 @@ class Workbench(
         self._core.set_options(self._options())  # the loop has not seen this core yet
         if elicitation_handler is not None:
             self.elicitation_handler = elicitation_handler
+        if authorization_handler is not None:
+            self.authorization_handler = authorization_handler
         self._source = config
         self._added: Mapping[tuple[str, str], ServerConfig] = MappingProxyType({})
         """The config of each server added from the notebook (its object is the core's)."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from workbench_magic.config.auth import OAuthOptions
+from workbench_magic.config.auth import GRANTS, SIGNING_ALGORITHMS, TOKEN_ENDPOINT_AUTH_METHODS, OAuthOptions
 from workbench_magic.config.models import (
     TRANSPORT_SPELLINGS,
     ServerConfig,
@@ -285,6 +285,19 @@ _OAUTH_DESCRIPTIONS = {
     "scopes": "Scopes asked for, besides those the server challenges (a list, or one space-separated string).",
     "redirect_port": "The loopback port the browser is redirected to (default: the registered one, or a free one).",
     "paste": "Paste the URL the browser was sent to, instead of catching the redirect (a kernel on another machine).",
+    "grant": 'Who signs in: "authorization_code" (a person in the browser, the default), "client_credentials" (the '
+    'client itself, with a secret or a private key), "workload_identity" (a workload, with its platform\'s JWT) or '
+    '"enterprise_managed" (an ID token exchanged at the enterprise identity provider).',
+    "token_endpoint_auth_method": "How the client authenticates at the token endpoint (default: the first the "
+    "authorization server supports of client_secret_basic, client_secret_post, none).",
+    "client_metadata_url": "An https URL of the client's metadata document, used as its client_id where the "
+    "authorization server supports client ID metadata documents (else dynamic registration).",
+    "issuer": "The issuer of the authorization server the client is registered with (default: the one named).",
+    "private_key": "A PEM private key, or the path of a file holding one, signing private_key_jwt assertions.",
+    "signing_algorithm": "The JWS algorithm of private_key_jwt assertions.",
+    "workload_token": "The workload's JWT, or the path of a file its platform keeps fresh (workload_identity).",
+    "identity_provider": "Where the ID token is exchanged for an identity assertion (enterprise_managed).",
+    "dpop": "Bind tokens to a key of this process with DPoP proofs (RFC 9449).",
 }
 
 
@@ -303,6 +316,24 @@ def _oauth() -> dict[str, Any]:
         },
         "redirect_port": _nullable({"type": "integer", "minimum": 1, "maximum": 65535}),
         "paste": {"default": False},  # read as `bool(...)`: any value
+        "dpop": {"default": False},
+        "grant": _nullable({"enum": list(GRANTS), "default": "authorization_code"}),
+        "token_endpoint_auth_method": _nullable({"enum": list(TOKEN_ENDPOINT_AUTH_METHODS)}),
+        "signing_algorithm": _nullable({"enum": list(SIGNING_ALGORITHMS), "default": "RS256"}),
+        "client_metadata_url": _nullable({"type": "string", "pattern": "^https://"}),
+        "identity_provider": _nullable(
+            {
+                "type": "object",
+                "properties": {
+                    "token_endpoint": {"type": "string", "description": "The identity provider's token endpoint."},
+                    "id_token": {"type": "string", "description": "The ID token, or the path of a file holding it."},
+                    "client_id": _nullable({"type": "string", "description": "The client at the identity provider."}),
+                    "client_secret": _nullable({"type": "string", "description": "That client's secret."}),
+                },
+                "required": ["token_endpoint", "id_token"],
+                "additionalProperties": False,
+            }
+        ),
     }
     properties = {}
     for field in dataclasses.fields(OAuthOptions):

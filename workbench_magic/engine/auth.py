@@ -23,9 +23,10 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlparse
 
 from workbench_magic.config.auth import AuthConfig, OAuthOptions
@@ -238,13 +239,97 @@ def _parse_pasted(text: str) -> dict[str, str]:
     return params
 
 
-# ---- the SDK's provider ---------------------------------------------------------------------------
-def oauth_provider(server_url: str, options: OAuthOptions, where: str) -> Any:
-    """An `OAuthClientProvider` (an httpx auth) for `server_url`, with our storage and redirect catcher."""
+# ---- the SDK's providers ----------------------------------------------------------------------------
+Authorize = Callable[[str, str], Awaitable[bool]]
+"""`authorize(where, url)`: hands the authorization link to `authorization_handler` (False: none set)."""
+
+_SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+
+
+def token_endpoint_auth_method(configured: str | None, supported: list[str] | None, has_secret: bool) -> str:
+    """How a pre-registered client authenticates at the token endpoint: as configured, else the first
+    the authorization server supports of basic, post (a client with a secret; RFC 8414's default when
+    it names none is basic), else none."""
+    if configured:
+        return configured
+    if not has_secret:
+        return "none"
+    if not supported:
+        return "client_secret_basic"
+    return next((m for m in _SECRET_METHODS if m in supported), "none" if "none" in supported else _SECRET_METHODS[0])
+
+
+def secret_text(value: str) -> str:
+    """A key or token given in the config: the text of the file it names (read at each use: platforms
+    rotate workload tokens in place), else the value itself."""
+    if "\n" in value or len(value) > 1024:
+        return value
+    path = Path(value).expanduser()
+    try:
+        named = path.is_file()
+    except OSError:  # no file can have that name (a token's length): the value itself
+        return value
+    if not named:
+        return value
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        raise WorkbenchError(f"Cannot read {value}: {exc.strerror}") from None
+
+
+def oauth_provider(server_url: str, options: OAuthOptions, where: str, authorize: Authorize | None = None) -> Any:
+    """The SDK's OAuth provider (an httpx auth) for `server_url` and the configured `grant`, with our
+    token storage (and, for the browser, our redirect catcher)."""
+    storage = FileTokenStorage(server_url)
+    if options.grant == "client_credentials":
+        return _client_credentials(server_url, options, storage)
+    if options.grant == "workload_identity":
+        return _workload_identity(server_url, options, storage)
+    if options.grant == "enterprise_managed":
+        return _enterprise_managed(server_url, options, storage)
+    return _authorization_code(server_url, options, where, storage, authorize)
+
+
+def _chosen_method(provider_class: type[Any], options: OAuthOptions) -> type[Any]:
+    """`provider_class` whose pre-registered client authenticates at the token endpoint the way
+    `token_endpoint_auth_method` chooses, once the authorization server's metadata is known."""
+
+    class Chosen(provider_class):  # type: ignore[misc, valid-type]
+        def _settle_method(self) -> None:
+            info = self.context.client_info
+            if (
+                info is None
+                or info.client_id != options.client_id
+                or info.token_endpoint_auth_method == "private_key_jwt"
+            ):
+                return
+            metadata = self.context.oauth_metadata
+            supported = metadata.token_endpoint_auth_methods_supported if metadata is not None else None
+            method = token_endpoint_auth_method(options.token_endpoint_auth_method, supported, bool(info.client_secret))
+            if method != info.token_endpoint_auth_method:
+                self.context.client_info = info.model_copy(update={"token_endpoint_auth_method": method})
+
+        async def _perform_authorization(self) -> Any:
+            self._settle_method()
+            return await super()._perform_authorization()
+
+        async def _refresh_token(self) -> Any:
+            self._settle_method()
+            return await super()._refresh_token()
+
+    return Chosen
+
+
+def _scope(options: OAuthOptions) -> str | None:
+    return " ".join(options.scopes) or None
+
+
+def _authorization_code(
+    server_url: str, options: OAuthOptions, where: str, storage: FileTokenStorage, authorize: Authorize | None
+) -> Any:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
-    storage = FileTokenStorage(server_url)
     port = _redirect_port(storage, options)
     redirect_uri = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
     wanted = list(options.scopes)
@@ -263,8 +348,10 @@ def oauth_provider(server_url: str, options: OAuthOptions, where: str) -> Any:
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
-            "scope": " ".join(options.scopes) or None,
-            "token_endpoint_auth_method": "client_secret_post" if options.client_secret else "none",
+            "scope": _scope(options),
+            "token_endpoint_auth_method": token_endpoint_auth_method(
+                options.token_endpoint_auth_method, None, bool(options.client_secret)
+            ),
         }
     )
     if options.client_id and not storage._read().get("client_info"):
@@ -278,7 +365,8 @@ def oauth_provider(server_url: str, options: OAuthOptions, where: str) -> Any:
     async def redirect(url: str) -> None:
         if not options.paste:
             await catcher.start()
-        show_authorize_link(where, url)
+        if authorize is None or not await authorize(where, url):
+            show_authorize_link(where, url)
 
     async def callback() -> AuthorizationCodeResult:
         params = await (_ask_paste(where) if options.paste else catcher.wait())
@@ -288,7 +376,7 @@ def oauth_provider(server_url: str, options: OAuthOptions, where: str) -> Any:
             )
         return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
-    class Provider(OAuthClientProvider):
+    class Provider(_chosen_method(OAuthClientProvider, options)):  # type: ignore[misc]
         async def _initialize(self) -> None:
             await super()._initialize()
             # Stored tokens carry their remaining lifetime: track it so an expired access token is
@@ -296,7 +384,168 @@ def oauth_provider(server_url: str, options: OAuthOptions, where: str) -> Any:
             if self.context.current_tokens is not None and self.context.current_tokens.expires_in is not None:
                 self.context.update_token_expiry(self.context.current_tokens)
 
-    return Provider(server_url, metadata, storage, redirect_handler=redirect, callback_handler=callback)
+    return Provider(
+        server_url,
+        metadata,
+        storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+        client_metadata_url=options.client_metadata_url,
+    )
+
+
+def _quietly(build: Callable[[], Any]) -> Any:
+    """Build an SDK provider without its warning for an unnamed issuer: the one the server names is
+    then used (documented), and the notebook is not the place to say the SDK will change."""
+    import warnings
+
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return build()
+
+
+def _client_credentials(server_url: str, options: OAuthOptions, storage: FileTokenStorage) -> Any:
+    """The client itself signs in: with its secret, or with a private-key JWT (RFC 7523)."""
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    assert options.client_id is not None
+    client_id = options.client_id
+    if options.private_key is not None:
+        key = options.private_key
+
+        async def assertion(audience: str) -> str:
+            signed = SignedJWTParameters(
+                issuer=client_id,
+                subject=client_id,
+                signing_key=secret_text(key),
+                signing_algorithm=options.signing_algorithm,
+            )
+            try:
+                return await signed.create_assertion_provider()(audience)
+            except (ValueError, TypeError) as exc:
+                raise WorkbenchError(f"Cannot sign with the private_key of {server_url}: {exc}") from None
+
+        return _quietly(
+            lambda: PrivateKeyJWTOAuthProvider(
+                server_url, storage, client_id, assertion, scope=_scope(options), issuer=options.issuer
+            )
+        )
+    assert options.client_secret is not None
+    secret = options.client_secret
+    method = options.token_endpoint_auth_method if options.token_endpoint_auth_method in _SECRET_METHODS else None
+    provider_class = _chosen_method(ClientCredentialsOAuthProvider, options)
+    return _quietly(
+        lambda: provider_class(
+            server_url,
+            storage,
+            client_id,
+            secret,
+            token_endpoint_auth_method=method or "client_secret_basic",
+            scope=_scope(options),
+            issuer=options.issuer,
+        )
+    )
+
+
+def _workload_identity(server_url: str, options: OAuthOptions, storage: FileTokenStorage) -> Any:
+    """A workload signs in with the JWT its platform issued, as an RFC 7523 jwt-bearer grant (no client
+    secret, no registration, no browser). A refused grant is an error: never retried as another grant."""
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthClientInformationFull, OAuthClientMetadata
+
+    assert options.workload_token is not None
+    token_source = options.workload_token
+    grant = {"redirect_uris": None, "grant_types": [JWT_BEARER_GRANT_TYPE], "token_endpoint_auth_method": "none"}
+    metadata = OAuthClientMetadata.model_validate({**grant, "scope": _scope(options)})
+    fixed = OAuthClientInformationFull.model_validate(
+        {**grant, "scope": _scope(options), "client_id": options.client_id or "workbench-magic"}
+    )
+
+    class WorkloadIdentityProvider(OAuthClientProvider):
+        async def _initialize(self) -> None:
+            self.context.current_tokens = await self.context.storage.get_tokens()
+            self.context.client_info = fixed
+            self._initialized = True
+
+        def _select_authorization_server(self, advertised: list[str]) -> str:
+            named = [a for a in advertised if options.issuer and a.rstrip("/") == options.issuer.rstrip("/")]
+            return (named or advertised)[0]
+
+        async def _perform_authorization(self) -> httpx2.Request:
+            data = {"grant_type": JWT_BEARER_GRANT_TYPE, "assertion": secret_text(token_source)}
+            if options.client_id:
+                data["client_id"] = options.client_id
+            if self.context.should_include_resource_param(self.context.protocol_version):
+                data["resource"] = self.context.get_resource_url()
+            if self.context.client_metadata.scope:
+                data["scope"] = self.context.client_metadata.scope
+            headers = {"Content-Type": "application/x-www-form-urlencoded"}
+            return httpx2.Request("POST", self._get_token_endpoint(), data=data, headers=headers)
+
+    return WorkloadIdentityProvider(server_url, metadata, storage, None, None)
+
+
+_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+_ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+_ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+def _enterprise_managed(server_url: str, options: OAuthOptions, storage: FileTokenStorage) -> Any:
+    """Enterprise-managed authorization (SEP-990): the person's ID token is exchanged at the identity
+    provider for an identity assertion grant (ID-JAG, RFC 8693), which the MCP server's authorization
+    server (`issuer`) takes as a jwt-bearer grant, through the SDK's `IdentityAssertionOAuthProvider`."""
+    import httpx2
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+
+    idp = options.identity_provider
+    assert idp is not None and options.client_id and options.client_secret
+    if not options.issuer:
+        raise WorkbenchError(
+            f"{server_url}: the enterprise_managed grant needs the authorization server's 'issuer' in its oauth options"
+        )
+
+    async def id_jag(audience: str, resource: str) -> str:
+        data = {
+            "grant_type": _TOKEN_EXCHANGE,
+            "subject_token": secret_text(idp.id_token),
+            "subject_token_type": _ID_TOKEN,
+            "requested_token_type": _ID_JAG,
+            "audience": audience,
+            "resource": resource,
+        }
+        if options.scopes:
+            data["scope"] = " ".join(options.scopes)
+        extra: dict[str, Any] = {}
+        if idp.client_id and idp.client_secret:
+            extra["auth"] = httpx2.BasicAuth(idp.client_id, idp.client_secret)
+        elif idp.client_id:
+            data["client_id"] = idp.client_id
+        async with httpx2.AsyncClient(timeout=30) as http:
+            response = await http.post(idp.token_endpoint, data=data, **extra)
+        body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+        if response.status_code != 200 or not isinstance(body.get("access_token"), str):
+            reason = body.get("error_description") or body.get("error") or f"HTTP {response.status_code}"
+            raise WorkbenchError(f"The identity provider refused the token exchange for {server_url}: {reason}")
+        return str(body["access_token"])
+
+    method = options.token_endpoint_auth_method if options.token_endpoint_auth_method in _SECRET_METHODS else None
+    return IdentityAssertionOAuthProvider(
+        server_url,
+        storage,
+        options.client_id,
+        options.client_secret,
+        options.issuer,
+        id_jag,
+        scope=_scope(options),
+        token_endpoint_auth_method=cast(Any, method or "client_secret_basic"),
+    )
 
 
 async def _ask_paste(where: str) -> dict[str, str]:
@@ -308,7 +557,7 @@ async def _ask_paste(where: str) -> dict[str, str]:
     return _parse_pasted(str(text))
 
 
-def http_auth(config: Any, where: str) -> tuple[dict[str, str], Any]:
+def http_auth(config: Any, where: str, authorize: Authorize | None = None) -> tuple[dict[str, str], Any]:
     """Extra headers and the httpx auth for a server's `auth` (both empty without one)."""
     auth: AuthConfig | None = getattr(config, "auth", None)
     if auth is None:
@@ -316,4 +565,9 @@ def http_auth(config: Any, where: str) -> tuple[dict[str, str], Any]:
     if auth.bearer is not None:
         return {"Authorization": f"Bearer {auth.bearer}"}, None
     assert auth.oauth is not None and config.url is not None
-    return {}, oauth_provider(config.url, auth.oauth, where)
+    provider = oauth_provider(config.url, auth.oauth, where, authorize)
+    if auth.oauth.dpop:
+        from workbench_magic.engine.dpop import bound
+
+        provider = bound(provider)
+    return {}, provider

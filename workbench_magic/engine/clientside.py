@@ -46,6 +46,9 @@ ASK_PERSON = "ask"
 """`sampling_handler = "ask"`: the person at the notebook writes the model's reply."""
 ElicitationHandler = Callable[[str, dict[str, Any]], Any] | Mapping[str, Any]
 """`fn(message, schema)` -> dict (accept) | None (decline) | ElicitResult, or canned answers."""
+AuthorizationHandler = Callable[[str], Any]
+"""`fn(url)`: given the authorization link of an OAuth flow, gets the person (or a test, or a
+headless browser) there; the redirect still comes back to the workbench's loopback catcher."""
 
 
 class Asker(Protocol):
@@ -234,6 +237,19 @@ class ClientSide:
         if getattr(conn.config, "roots", None) is not False:
             options["list_roots_callback"] = roots
         return options
+
+    # -- authorization
+    async def authorize(self, where: str, url: str) -> bool:
+        """Hand an OAuth flow's authorization link to `authorization_handler`; False when none is
+        set (the link is then shown to the person)."""
+        handler = self._handlers().authorization_handler
+        if handler is None:
+            return False
+        try:
+            await _call_handler(handler, url)
+        except Exception as exc:
+            raise WorkbenchError(f"authorization_handler failed for {where}: {exc}") from None
+        return True
 
     # -- sampling
     async def sample(self, conn: Connection, params: Any, channel: Channel | None = None) -> Any:

@@ -407,6 +407,7 @@ class Connection(Requesting, Listening):
             stop=self.stop_policy,
             relay=self.relay,
             heard=self.http_status,
+            authorize=self.client_side.authorize if self.client_side is not None else None,
         )
         if self.wire_tap is not None:
             transport = tapped(transport, self.wire_tap, self.toolbox, self.name, self.secrets)

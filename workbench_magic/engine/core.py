@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.catalog import CatalogCache
-from workbench_magic.engine.clientside import ClientSide, ElicitationHandler, Request, SamplingHandler
+from workbench_magic.engine.clientside import (
+    AuthorizationHandler,
+    ClientSide,
+    ElicitationHandler,
+    Request,
+    SamplingHandler,
+)
 from workbench_magic.engine.connection import Connection
 from workbench_magic.engine.history import HISTORY_BYTES, CallHistory, answer_size, estimate
 from workbench_magic.engine.jobs import Jobs
@@ -86,6 +92,7 @@ class Options:
     history_bytes: int = HISTORY_BYTES
     sampling_handler: SamplingHandler | None = None
     elicitation_handler: ElicitationHandler | None = None
+    authorization_handler: AuthorizationHandler | None = None
     roots: tuple[str, ...] = ()
     server_log_level: str = "info"
     render_apps: bool = True

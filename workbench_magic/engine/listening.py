@@ -81,6 +81,16 @@ class Listening:
         # Schemas are compiled now (microseconds each), so a first call costs what a later one does.
         schema.compile_input_schemas(self.tools)
         schema.prime_output_validators(client.session, {t.name: t.output_schema for t in tools if t.output_schema})
+        self._note_remote_refs()
+
+    def _note_remote_refs(self) -> None:
+        """Say once in the server's log which tools' schemas `$ref` a remote resource (never fetched)."""
+        notes = [note for tool in self.tools if (note := schema.remote_ref_note(tool)) is not None]
+        if notes:
+            logged = self.log.read()
+            for note in notes:
+                if note not in logged:
+                    self.log.mark(note)
 
     def _tools_changed(self) -> None:
         self.tool_list_changes += 1

@@ -2,9 +2,11 @@
 
 jsonschema-rs decides (it imports in milliseconds and validates in microseconds); only when
 something does not fit is `jsonschema` imported, to phrase the error as our texts always have.
-A remote `$ref` is never fetched (both libraries would, by default): a schema that needs one is
-not checked here, and the server judges the arguments. A local `$ref` that points to nothing
-refuses the call, in the words `check_schemas` uses (`portability.local_target`, one rule).
+A remote `$ref` is never fetched (both libraries would, by default, and so would the SDK's
+result check but for its empty registry): a schema that needs one is not checked here, the
+server judges the arguments and its results pass as they come (`remote_refs` names what was
+left unresolved, for the server's log). A local `$ref` that points to nothing refuses the call,
+in the words `check_schemas` uses (`portability.local_target`, one rule).
 """
 
 from __future__ import annotations
@@ -48,6 +50,73 @@ def _compiled(schema: dict[str, Any]) -> tuple[Any, str | None]:
 
 def _validator(schema: dict[str, Any]) -> Any:
     return _compiled(schema)[0]
+
+
+def remote_refs(schema: dict[str, Any] | None) -> tuple[str, ...]:
+    """The remote resources `schema`'s `$ref`s point to (absolute URIs, in the order jsonschema-rs
+    meets them), none fetched; `()` for a schema that compiles (the common case: one cached look)."""
+    if not schema or _validator(schema) is not None:
+        return ()
+    import jsonschema_rs
+
+    asked: list[str] = []
+
+    def record(uri: str) -> dict[str, Any]:  # asked instead of the network: answers, fetches nothing
+        if uri not in asked:
+            asked.append(uri)
+        return {}
+
+    try:
+        jsonschema_rs.validator_for(schema, retriever=record)
+    except Exception:  # the schema may be broken beyond its refs: what was asked is still the answer
+        pass
+    return tuple(asked)
+
+
+def remote_ref_note(tool: ToolInfo) -> str | None:
+    """The server's log line for a tool whose schemas `$ref` remote resources, else None:
+    `tool 'x': $ref 'https://...' not fetched; its input schema is not checked here`."""
+    inputs, outputs = remote_refs(tool.input_schema), remote_refs(tool.output_schema)
+    refs = list(dict.fromkeys(inputs + outputs))
+    if not refs:
+        return None
+    which = "input and output schemas are" if inputs and outputs else f"{'input' if inputs else 'output'} schema is"
+    shown = ", ".join(f"'{ref}'" for ref in refs)
+    return f"tool '{tool.name}': $ref {shown} not fetched; its {which} not checked here"
+
+
+_nullable: dict[tuple[int, str], tuple[dict[str, Any], bool]] = {}
+
+
+def allows_null(schema: dict[str, Any], name: str) -> bool:
+    """Whether property `name` of the input schema `schema` takes null (its local `$ref`s followed,
+    nothing fetched). True where that cannot be told (no such property, a schema jsonschema-rs
+    cannot compile): the null is then sent as it was given."""
+    cached = _nullable.get((id(schema), name))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or name not in properties:
+        return True
+    from urllib.parse import quote
+
+    import jsonschema_rs
+
+    # The property's schema, asked through a `$ref` from the root, so the refs in it resolve as in
+    # the whole schema; the root's own keywords (an object's) do not judge a null, and the other
+    # properties are left out (one of them may `$ref` what is never fetched).
+    probe: dict[str, Any] = {key: schema[key] for key in ("$schema", "$id", "$defs", "definitions") if key in schema}
+    pointer = name.replace("~", "~0").replace("/", "~1")
+    probe |= {"properties": {name: properties[name]}, "$ref": "#/properties/" + quote(pointer, safe="~")}
+    try:
+        verdict = bool(jsonschema_rs.validator_for(probe, offline=True).is_valid(None))
+    except Exception as exc:
+        logger.debug("whether %r takes null is not known (%s): %s", name, type(exc).__name__, exc)
+        verdict = True
+    if len(_nullable) > 4096:
+        _nullable.clear()
+    _nullable[(id(schema), name)] = (schema, verdict)
+    return verdict
 
 
 def dangling_ref(schema: Any) -> str | None:
@@ -142,6 +211,9 @@ def prime_output_validators(session: Any, schemas: dict[str, dict[str, Any]]) ->
                 continue
             cls = jsonschema.validators.validator_for(output_schema)
             python = cls(output_schema, registry=Registry())
+            if remote_refs(output_schema):  # the SDK would fail every result that reaches the $ref
+                cache[name] = Unchecked(python)
+                continue
             fast = jsonschema_rs.validator_for(output_schema, validate_formats=False, offline=True)
             cache[name] = RsFirst(python, fast)
         except Exception as exc:
@@ -162,6 +234,20 @@ class RsFirst:
         if _fits(self.fast, instance):
             return iter(())
         return self.python.iter_errors(instance)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.python, name)
+
+
+class Unchecked:
+    """The SDK's validator of an output schema that `$ref`s a remote resource: never fetched, so
+    not checked (as the arguments of such a schema are not); every result passes as it comes."""
+
+    def __init__(self, python: Any) -> None:
+        self.python = python
+
+    def iter_errors(self, instance: Any) -> Iterable[Any]:
+        return iter(())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.python, name)

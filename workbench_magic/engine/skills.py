@@ -5,9 +5,12 @@ A server that negotiates the Skills extension lists its skills with `skills/list
 does not, but serves `skill://` resources, has its skills found among its resources: each folder
 with a `SKILL.md` (no digests then). The files of either are read as resources.
 
-The latest listing of each connection is kept (`_listings`): a skill is read with the digests of
-the listing the person last saw, so a file changed since is a `SkillDigestError`, not a silent
-surprise; a skill never listed is listed first. Everything here runs on the loop thread.
+The latest listing of each connection is kept (`_listings`): a skill is read with the digests,
+sizes and frontmatter of the listing the person last saw, so a file changed since is a
+`SkillDigestError`, not a silent surprise; a skill never listed is listed first. Its `SKILL.md` is
+read first and its frontmatter compared with the listing's, field by field, before any other
+file of the skill is read (SEP-2640: a skill that is not the one listed is not loaded).
+Everything here runs on the loop thread.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from workbench_magic.vocabulary.errors import (
     RequestError,
     WorkbenchError,
     skill_digest_mismatch,
+    skill_mismatch,
     skill_not_found,
 )
 from workbench_magic.vocabulary.listings import AVAILABLE
@@ -44,6 +48,8 @@ MANIFEST = "_manifest"
 
 _listings: weakref.WeakKeyDictionary[Connection, dict[str, SkillInfo]] = weakref.WeakKeyDictionary()
 """The skills of each connection's latest listing, by name."""
+_frontmatters: weakref.WeakKeyDictionary[Connection, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
+"""The frontmatter each `skills/list` entry of that listing gave, by skill name (`{}`: none given)."""
 
 
 async def list_skills(conns: list[Connection], *, one_server: bool = False) -> SkillList:
@@ -74,24 +80,28 @@ async def list_skills(conns: list[Connection], *, one_server: bool = False) -> S
 async def server_skills(conn: Connection) -> tuple[list[SkillInfo], str]:
     """The skills of one server, kept as its latest listing, and why there are none when so."""
     await conn.ensure_connected()
-    found: list[SkillInfo] | None = None
+    entries: list[tuple[SkillInfo, dict[str, Any]]] | None = None
     why = "its skills extension lists none"
     if SKILLS_EXTENSION_ID in conn.extensions:
         try:
-            found = await _listed(conn)
+            entries = await _listed(conn)
         except RequestError as exc:
             if exc.code != METHOD_NOT_FOUND:
                 raise
             logger.debug("%s/%s declares the skills extension but has no skills/list", conn.toolbox, conn.name)
-    if found is None:
+    listed: dict[str, dict[str, Any]] = {}
+    if entries is not None:
+        found, listed = [info for info, _ in entries], {info.name: given for info, given in entries}
+    else:
         found = await _from_resources(conn)
         why = "the server offers neither the skills extension nor skill:// resources"
     _listings[conn] = {skill.name: skill for skill in found}
+    _frontmatters[conn] = listed
     return found, why
 
 
-async def _listed(conn: Connection) -> list[SkillInfo]:
-    """`skills/list`, every page."""
+async def _listed(conn: Connection) -> list[tuple[SkillInfo, dict[str, Any]]]:
+    """`skills/list`, every page: each skill, with the frontmatter its entry gave."""
     session = conn.client().session
 
     async def page(cursor: str | None) -> Any:
@@ -100,7 +110,13 @@ async def _listed(conn: Connection) -> list[SkillInfo]:
 
     with conn._request("list", "skills", conn.request_timeout):
         entries = await all_pages(page, "skills")
-    return [info for entry in entries if (info := _entry(conn, entry)) is not None]
+    return [(info, _given_frontmatter(entry)) for entry in entries if (info := _entry(conn, entry)) is not None]
+
+
+def _given_frontmatter(entry: dict[str, Any]) -> dict[str, Any]:
+    """The frontmatter a `skills/list` entry gave (`{}` when it gave none, or not a mapping)."""
+    given = entry.get("frontmatter")
+    return given if isinstance(given, dict) else {}
 
 
 def _entry(conn: Connection, entry: Any) -> SkillInfo | None:
@@ -109,7 +125,7 @@ def _entry(conn: Connection, entry: Any) -> SkillInfo | None:
     if not isinstance(uri, str) or not uri.endswith(f"/{SKILL_FILE}"):
         logger.debug("%s/%s listed a skill without a SKILL.md URI: %r", conn.toolbox, conn.name, entry)
         return None
-    frontmatter = entry.get("frontmatter") if isinstance(entry.get("frontmatter"), dict) else {}
+    frontmatter = _given_frontmatter(entry)
     folder = uri[: -len(SKILL_FILE)]
     resources = entry.get("resources")
     files: list[SkillFile] = []
@@ -180,6 +196,11 @@ async def _described(conn: Connection, uri: str) -> str:
 
 def frontmatter(text: str) -> dict[str, str]:
     """The string fields of a `SKILL.md`'s YAML frontmatter (`{}` when it has none, or it is not YAML)."""
+    return {k: v.strip() for k, v in _yaml_frontmatter(text).items() if isinstance(v, str)}
+
+
+def _yaml_frontmatter(text: str) -> dict[str, Any]:
+    """A `SKILL.md`'s YAML frontmatter, every field (`{}` when it has none, or it is not YAML)."""
     if not text.startswith("---"):
         return {}
     head, sep, _ = text[3:].partition("\n---")
@@ -191,7 +212,33 @@ def frontmatter(text: str) -> dict[str, str]:
         data = yaml.safe_load(head)
     except yaml.YAMLError:
         return {}
-    return {str(k): v.strip() for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def frontmatter_mismatch(listed: dict[str, Any], text: str) -> str | None:
+    """The first field of the listed frontmatter that the `SKILL.md` `text` does not have alike
+    (texts compared without their outer whitespace, other values as JSON), else None."""
+    if not listed:
+        return None
+    found = _yaml_frontmatter(text)
+    for field, value in listed.items():
+        if field not in found or _plain(found[field]) != _plain(value):
+            return str(field)
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """A frontmatter value as the listing's JSON would carry it (YAML's dates as their ISO text)."""
+    import json
+
+    if isinstance(value, str):
+        return value.strip()
+    return json.loads(json.dumps(value, default=str))
+
+
+def size_mismatch(file: SkillFile, data: bytes) -> bool:
+    """Whether `data` is not the size the listing gave `file` (False when it gave none)."""
+    return file.size is not None and len(data) != file.size
 
 
 def _folder_name(folder: str) -> str:
@@ -200,24 +247,32 @@ def _folder_name(folder: str) -> str:
 
 
 async def read_skill(conn: Connection, name: str, timeout: float | None) -> Skill:
-    """The skill `name` read whole, every file checked against the digest of the latest listing
-    (listed first if this server's listing does not have it)."""
+    """The skill `name` read whole, every file checked against the digest and size of the latest
+    listing, and `SKILL.md` (read first) against its frontmatter (listed first if this server's
+    listing does not have it)."""
     info = _listings.get(conn, {}).get(name)
     if info is None:
         found, _ = await server_skills(conn)
         info = _listings.get(conn, {}).get(name)
         if info is None:
             raise skill_not_found(name, conn.name, conn.toolbox, (s.name for s in found))
-    files: dict[str, str | bytes] = {}
-    for file in info.files:
+    listed = _frontmatters.get(conn, {}).get(name) or {}
+    read: dict[str, str | bytes] = {}
+    for file in sorted(info.files, key=lambda f: f.name != SKILL_FILE):  # SKILL.md first: is it the one listed?
         value, data = _content(await conn.read_resource(file.uri, timeout))
         if file.digest is not None and file.digest != digest_of(data, file.digest):
             raise skill_digest_mismatch(info.name, conn.name, conn.toolbox, file.name, file.digest)
-        files[file.name] = value
-    instructions = files.get(SKILL_FILE, "")
-    if isinstance(instructions, bytes):
-        instructions = instructions.decode("utf-8", "replace")
-    return Skill(info=info, instructions=instructions, files=files)
+        if size_mismatch(file, data):  # a listing with sizes but no digests
+            raise skill_mismatch(info.name, conn.name, conn.toolbox, file.name, f"its listed size ({file.size} bytes)")
+        if file.name == SKILL_FILE and (field := frontmatter_mismatch(listed, _text(value))) is not None:
+            raise skill_mismatch(info.name, conn.name, conn.toolbox, file.name, f"its listing ({field})")
+        read[file.name] = value
+    files = {file.name: read[file.name] for file in info.files}
+    return Skill(info=info, instructions=_text(files.get(SKILL_FILE, "")), files=files)
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 def digest_of(data: bytes, listed: str) -> str:
@@ -249,4 +304,12 @@ def _content(result: Any) -> tuple[str | bytes, bytes]:
     return data, data
 
 
-__all__ = ["digest_of", "frontmatter", "list_skills", "read_skill", "server_skills"]
+__all__ = [
+    "digest_of",
+    "frontmatter",
+    "frontmatter_mismatch",
+    "list_skills",
+    "read_skill",
+    "server_skills",
+    "size_mismatch",
+]

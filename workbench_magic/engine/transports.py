@@ -35,6 +35,7 @@ def make_transport(
     stop: StopPolicy | None = None,
     relay: Relay | None = None,
     heard: HttpStatus | None = None,
+    authorize: Callable[[str, str], Awaitable[bool]] | None = None,
 ) -> Any:
     """The transport for a server: a child process over stdio (stopped as `stop` says when the
     transport closes), a URL (streamable HTTP tells `heard` its error statuses), or a server
@@ -62,7 +63,7 @@ def make_transport(
     from workbench_magic.engine.auth import http_auth
 
     assert config.url is not None
-    extra, auth = http_auth(config, config.url)
+    extra, auth = http_auth(config, config.url, authorize)
     headers = {**config.headers, **extra}
     if kind == "sse":
         from mcp.client.sse import sse_client

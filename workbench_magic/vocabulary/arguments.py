@@ -12,7 +12,10 @@ A missing value as an argument's own value (NaN, `NA`, `NaT`: a DataFrame's empt
 sent: the one rule of `wb.call` and `wb.map` (`given_arguments`, `refuse_missing`) leaves an
 optional argument out, so that its default applies, and refuses a required one, naming it. A
 `wb.map` row keeps such a value as NaN until its call applies the rule (a DataFrame's None too:
-pandas' empty cell of a column of objects); a None given in a mapping is JSON null, sent as it is.
+pandas' empty cell of a column of objects). A None given in a mapping is JSON null, sent as it is,
+but for an optional argument whose schema does not allow null: that null means "absent" too (what
+a model in OpenAI's strict mode sends for an argument it leaves out), so it is left out, and the
+workbench's logger says so (`leave_out_nulls`); a required one is the schema check's to refuse.
 
 Plain JSON values cost a type check each and are not copied (only the top mapping is: the
 call keeps the arguments it sent). numpy and pandas are never imported here: their values are
@@ -22,10 +25,11 @@ known by their type's module.
 from __future__ import annotations
 
 import datetime
+import logging
 import math
 import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.vocabulary.errors import UsageError, invalid_arguments, raise_alone
@@ -33,6 +37,8 @@ from workbench_magic.vocabulary.errors import UsageError, invalid_arguments, rai
 if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
+
+logger = logging.getLogger("workbench_magic")
 
 _isfinite = math.isfinite
 _SCALARS = frozenset({int, bool, type(None)})
@@ -110,6 +116,40 @@ def refuse_missing(tool: ToolInfo, missing: Mapping[str, str]) -> None:
         names = ", ".join(f"'{name}'" for name in required)
         detail = f"arguments {names} are required, and their values are missing ({words})"
     raise_alone(invalid_arguments(tool.name, detail, server=tool.server, toolbox=tool.toolbox))
+
+
+def has_null(arguments: Mapping[str, Any]) -> bool:
+    """Whether an argument's own value is None (JSON null): `leave_out_nulls` has a look then."""
+    return any(value is None for value in arguments.values())
+
+
+def leave_out_nulls(tool: ToolInfo, arguments: dict[str, Any], allows_null: Callable[[str], bool]) -> dict[str, Any]:
+    """The rule for a None (JSON null) given as an argument's value: for an optional argument of
+    `tool` whose schema does not allow null (`allows_null(name)`, asked of those only) it means
+    "absent", as a missing value does: left out, so that its default applies, with a line on the
+    workbench's logger. A required argument's null, one its schema allows, and one for an argument
+    the schema does not declare are sent as they were given (the schema check judges them).
+
+    Returns:
+        `arguments` itself when nothing is left out, else a new dict without those arguments.
+    """
+    declared, required = tool.parameters, tool.required
+    absent = [
+        name
+        for name, value in arguments.items()
+        if value is None and name in declared and name not in required and not allows_null(name)
+    ]
+    if not absent:
+        return arguments
+    for name in absent:
+        logger.info("%s: %s", tool.identifier, null_left_out(name))
+    return {name: value for name, value in arguments.items() if name not in absent}
+
+
+def null_left_out(name: str) -> str:
+    """`argument 'x' is null, which its schema does not allow, and optional: left out (its default applies)`."""
+    detail = "is null, which its schema does not allow, and optional: left out (its default applies)"
+    return f"argument '{_printable(name)}' {detail}"
 
 
 def row_arguments(row: Mapping[Any, Any], *, frame: bool = False) -> dict[str, Any]:
@@ -344,4 +384,13 @@ def _foreign(value: Any, name: str, module: str, loose: bool) -> Any:
     return _UNKNOWN
 
 
-__all__ = ["call_arguments", "given_arguments", "not_a_mapping", "refuse_missing", "row_arguments"]
+__all__ = [
+    "call_arguments",
+    "given_arguments",
+    "has_null",
+    "leave_out_nulls",
+    "not_a_mapping",
+    "null_left_out",
+    "refuse_missing",
+    "row_arguments",
+]

@@ -210,6 +210,9 @@ class TaskRequiredError(ToolError):
 class SkillDigestError(RequestError):
     """A file of a skill does not match the digest its server listed: it changed since the listing.
 
+    Its listed size, and for `SKILL.md` the listed frontmatter, are checked too (the message names
+    what differs: `SKILL.md does not match its listing (description)`).
+
     `Skill 'x' of server 's' in toolbox 't': references/guide.md does not match its listed digest
     (sha256:ab12…): it changed since it was listed; list the skills again`. `wb.skills(...)` lists them
     again; `wb.skill(...)` then reads the skill with the new digests.
@@ -315,8 +318,14 @@ def skill_digest_mismatch(name: str, server: str, toolbox: str, file: str, diges
     (sha256:ab12…): it changed since it was listed; list the skills again`."""
     algorithm, _, value = digest.partition(":")
     shown = f"{algorithm}:{value[:12]}…" if value and len(value) > 12 else digest
+    return skill_mismatch(name, server, toolbox, file, f"its listed digest ({shown})")
+
+
+def skill_mismatch(name: str, server: str, toolbox: str, file: str, listed: str) -> SkillDigestError:
+    """A file of a skill that is not what its listing said, `listed` naming what (`its listed size
+    (120 bytes)`, `its listing (description)`: the frontmatter's field); the words of the digest's."""
     return SkillDigestError(
-        f"{skill_text(name, server, toolbox)}: {file} does not match its listed digest ({shown}): "
+        f"{skill_text(name, server, toolbox)}: {file} does not match {listed}: "
         "it changed since it was listed; list the skills again",
         file=file,
     )

@@ -26,7 +26,6 @@ __all__ = [
     "registered_description",
     "registered_meta",
     "registered_name",
-    "served_skill_name",
 ]
 
 _STRING = {"type": "string", "minLength": 1}
@@ -201,26 +200,6 @@ def answer_text(data: Any) -> str:
 def registered_name(tool: ToolInfo) -> str:
     """Dynamic mode's name of a tool: `{toolbox}__{server}__{tool}` (toolbox and server names never contain `__`)."""
     return f"{tool.toolbox}__{tool.server}__{tool.name}"
-
-
-SKILL_NAME_LIMIT = 64
-"""SEP-2640: a skill's name is 1-64 lowercase letters, digits and single hyphens."""
-
-
-def served_skill_name(toolbox: str, server: str, name: str) -> str:
-    """serve's name of a downstream skill, unique per toolbox and server as registered tool names
-    are: `{toolbox}-{server}-{name}` in the letters a skill name allows (lowercase letters, digits,
-    single hyphens; anything else becomes a hyphen), at most 64 of them (a longer one ends in a
-    hash of the whole, so two long names stay apart)."""
-    import hashlib
-    import re
-
-    whole = f"{toolbox}-{server}-{name}"
-    served = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]+", "-", whole.lower())).strip("-")
-    if len(served) > SKILL_NAME_LIMIT:
-        tag = hashlib.sha256(whole.encode()).hexdigest()[:8]
-        served = served[: SKILL_NAME_LIMIT - len(tag) - 1].rstrip("-") + "-" + tag
-    return served or "skill"
 
 
 def registered_description(tool: ToolInfo) -> str:
