@@ -100,3 +100,61 @@ def test_a_twenty_megabyte_result_over_stdio_arrives_intact_and_the_server_goes_
     assert result.structured_content == {"result": result.text}
     assert wb.call("t/f/ping").text == "pong"
     assert wb.call("t/e/echo", {"text": "after"}).text == "after"
+
+
+class KeepAliveEdge:
+    """An HTTP/1.1 server whose keep-alive timer fires as a request arrives on a connection idle for
+    `idle` seconds: it closes that connection without answering (the race a client loses when it
+    reuses a connection the server is closing: Node's and uvicorn's idle timeout is 5 s, httpx's
+    default reuse limit too). Sooner, it answers on the same connection."""
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self.connections = 0
+        self.answered = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        loop = asyncio.get_running_loop()
+        last = None
+        try:
+            while await reader.readline() not in (b"", b"\r\n"):  # a request line
+                length = 0
+                while (header := await reader.readline()) not in (b"\r\n", b""):
+                    if header.lower().startswith(b"content-length:"):
+                        length = int(header.split(b":")[1])
+                await reader.readexactly(length)
+                if last is not None and loop.time() - last >= self.idle:
+                    return  # the idle timer fired: closed, unanswered
+                self.answered += 1
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok")
+                await writer.drain()
+                last = loop.time()
+        finally:
+            writer.close()
+
+
+def test_an_idle_connection_is_not_reused_when_a_server_may_be_closing_it() -> None:
+    """Issue 54: the conformance suite's clients, on a loaded machine, failed calls with
+    "connection closed" and a ReadError: a request sent on a pooled connection idle as long as the
+    server's keep-alive timeout. Connections idle for KEEPALIVE_EXPIRY are dropped, not reused;
+    busier ones are reused."""
+    from workbench_magic.engine.transports import KEEPALIVE_EXPIRY, http_client
+
+    async def main() -> tuple[int, int]:
+        edge = KeepAliveEdge(idle=KEEPALIVE_EXPIRY * 1.5)
+        server = await asyncio.start_server(edge.serve, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+        try:
+            async with http_client() as http:
+                for _ in range(3):  # back to back: one connection
+                    assert (await http.post(url, content=b"{}")).text == "ok"
+                reused = edge.connections
+                await asyncio.sleep(KEEPALIVE_EXPIRY * 2)  # idle past the server's timeout
+                assert (await http.post(url, content=b"{}")).text == "ok"
+        finally:
+            server.close()
+            await server.wait_closed()
+        return reused, edge.connections
+
+    assert asyncio.run(main()) == (1, 2)

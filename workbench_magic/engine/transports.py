@@ -100,11 +100,30 @@ async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -
     return items
 
 
+KEEPALIVE_EXPIRY = 1.0
+"""Seconds an idle pooled HTTP connection is reused for. httpx's default, 5 s, is the idle
+timeout of Node's and uvicorn's servers too: a request sent on a connection idle about that long
+can cross the server's close and fail (`ReadError`, "connection closed"), which a loaded machine
+made common. Under a second, the server's side is always still open."""
+
+
+def http_client(headers: dict[str, str] | None = None, auth: Any = None) -> Any:
+    """The httpx2 client of a streamable HTTP connection: the SDK's timeouts (30 s, 300 s to read a
+    held stream), and idle connections dropped before a server would close them."""
+    import httpx2
+
+    return httpx2.AsyncClient(
+        headers=headers,
+        auth=auth,
+        timeout=httpx2.Timeout(30.0, read=300.0),
+        limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_EXPIRY),
+    )
+
+
 def _http_transport(url: str, headers: dict[str, str], auth: Any = None, heard: HttpStatus | None = None) -> Any:
     """Streamable HTTP with our own httpx2 client (for headers and auth, and to hear the HTTP
     status of an error, which the SDK does not tell), closed with the transport."""
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async def hear(response: Any) -> None:
         if heard is not None:
@@ -112,7 +131,7 @@ def _http_transport(url: str, headers: dict[str, str], auth: Any = None, heard: 
 
     @contextlib.asynccontextmanager
     async def transport() -> Any:
-        async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
+        async with http_client(headers or None, auth) as http:
             http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks["response"], hear]}
             async with streamable_http_client(url, http_client=http) as streams:
                 yield streams
