@@ -458,6 +458,7 @@ def _workload_identity(server_url: str, options: OAuthOptions, storage: FileToke
     secret, no registration, no browser). A refused grant is an error: never retried as another grant."""
     import httpx2
     from mcp.client.auth import OAuthClientProvider
+    from mcp.client.auth.utils import issuers_match
     from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthClientInformationFull, OAuthClientMetadata
 
     assert options.workload_token is not None
@@ -475,7 +476,7 @@ def _workload_identity(server_url: str, options: OAuthOptions, storage: FileToke
             self._initialized = True
 
         def _select_authorization_server(self, advertised: list[str]) -> str:
-            named = [a for a in advertised if options.issuer and a.rstrip("/") == options.issuer.rstrip("/")]
+            named = [a for a in advertised if options.issuer and issuers_match(a, options.issuer)]
             return (named or advertised)[0]
 
         async def _perform_authorization(self) -> httpx2.Request:

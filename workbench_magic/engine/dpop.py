@@ -193,12 +193,8 @@ class DPoPAuth(httpx2.Auth):
         if token_request:
             if response.status_code != 400:
                 return False
-            await response.aread()
-            try:
-                body = json.loads(response.content)
-            except ValueError:
-                return False
-            return isinstance(body, dict) and body.get("error") == _NONCE_ERROR
+            body = await _json_object(response)
+            return body is not None and body.get("error") == _NONCE_ERROR
         challenge = response.headers.get("WWW-Authenticate", "")
         return response.status_code == 401 and bool(_NONCE_CHALLENGE.search(challenge))
 
@@ -207,12 +203,8 @@ class DPoPAuth(httpx2.Auth):
         the token is remembered as DPoP-bound."""
         if response.status_code not in (200, 201):
             return response
-        await response.aread()
-        try:
-            body = json.loads(response.content)
-        except ValueError:
-            return response
-        if not isinstance(body, dict) or not isinstance(body.get("token_type"), str):
+        body = await _json_object(response)
+        if body is None or not isinstance(body.get("token_type"), str):
             return response
         if body["token_type"].lower() != "dpop":
             return response
@@ -225,3 +217,13 @@ class DPoPAuth(httpx2.Auth):
             content=json.dumps({**body, "token_type": "Bearer"}).encode(),
             request=response.request,
         )
+
+
+async def _json_object(response: httpx2.Response) -> dict[str, Any] | None:
+    """The response's body as a JSON object, or None when it is not one."""
+    await response.aread()
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
