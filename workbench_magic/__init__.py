@@ -105,9 +105,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'workbench_magic' has no attribute {name!r}")
     import importlib
 
-    from workbench_magic.notebook import install
-
-    install()  # the notebook's hooks (widget asker, app frame, export): a kernel works without %load_ext
     return getattr(importlib.import_module(module), name)
 
 

@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from workbench_magic import ToolIdentifier, ToolResult, UsageError, Workbench
 from workbench_magic.api import asking
-from workbench_magic.api.chat import ChatToolCall, ChatTurn, set_chat_view
+from workbench_magic.api.chat import ChatToolCall, ChatTurn
+from workbench_magic.api.presenting import Presenters
 
 DEMO = {name: {"python": f"workbench_magic.demo:{name}_server"} for name in ("datasets", "notes")}
 QUERY = "demo__datasets__query"
@@ -109,14 +110,11 @@ class Recorder:
 
 
 @pytest.fixture
-def view() -> Iterator[Recorder]:
-    from workbench_magic.api import chat
-
+def view(wb: Workbench) -> Recorder:
+    """The view each turn of `wb` streams into (its presenters' chat view)."""
     recorder = Recorder()
-    before = chat._view_factory
-    set_chat_view(lambda: recorder)
-    yield recorder
-    set_chat_view(before)
+    wb.presenters = Presenters(chat_view=lambda: recorder)
+    return recorder
 
 
 @pytest.fixture

@@ -365,13 +365,13 @@ def test_acall_asks_with_a_widget_form_on_the_callers_loop(both, monkeypatch: py
     """In a kernel `acall` shows an Accept/Decline/Cancel form; its click answers the server."""
     import asyncio
 
-    from workbench_magic.api import asking
+    from workbench_magic.api.presenting import Presenters
     from workbench_magic.notebook.widgets.asking import WidgetAsker
 
     wb = both()
     asker = WidgetAsker()
     shown: list[Any] = []
-    monkeypatch.setattr(asking, "_awaited_asker", lambda: asker)  # what a kernel's is
+    wb.presenters = Presenters(asker=lambda: asker)  # what a kernel's is
     monkeypatch.setattr("IPython.display.display", lambda obj, **_: shown.append(obj))
 
     async def main() -> tuple[Any, Any]:

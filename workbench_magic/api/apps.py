@@ -6,8 +6,8 @@ messages) and speaks JSON-RPC to the host; every message goes through `AppView.h
 answers it here in Python: the handshake, tool calls and resource reads on the same server, logs,
 links, messages for the model and size changes. What the host sends the view is queued on `outbox`.
 
-The frame belongs to the notebook, a layer above: `notebook.install()` hands it over with
-`set_app_framer`; until then (or without a widget front end) a result shows its note line.
+The frame belongs to the notebook, a layer above: the workbench's presenters make it
+(`Presenters.app_framer`); without one (or without a widget front end) a result shows its note line.
 The extension offered to servers is the engine's (engine/extensions.py).
 
 The view's state belongs to the kernel thread (where the widget lives); tool calls and reads go
@@ -54,14 +54,6 @@ class AppError(WorkbenchError):
 
 Framer = Callable[["AppView", dict[str, Any]], dict[str, Any]]
 """Puts a displayed view's frame in its result's MIME bundle (the notebook's `frame_bundle`)."""
-_framer: Framer | None = None
-
-
-def set_app_framer(framer: Framer | None) -> None:
-    """How a displayed result shows its app: `notebook.install()` sets the notebook's frame widget.
-    Without one (None) the result shows as usual, with the line saying the tool has an app."""
-    global _framer
-    _framer = framer
 
 
 def build_csp(csp: Mapping[str, Any] | None) -> str:
@@ -119,8 +111,10 @@ class HostWorkbench(Protocol):
 class AppHost:
     """What a view may use of the workbench: calls, reads and logs of one server, the history."""
 
-    def __init__(self, workbench: HostWorkbench, core: Core, loop: LoopThread) -> None:
+    def __init__(self, workbench: HostWorkbench, core: Core, loop: LoopThread, frame: Framer | None = None) -> None:
         self.workbench = workbench
+        self.frame = frame
+        """`frame(view, bundle)`: the bundle with the view's frame (the workbench's `Presenters.frame`)."""
         self._core = core
         self._loop = loop
 
@@ -320,7 +314,7 @@ class AppView:
     def widget_bundle(self, bundle: dict[str, Any]) -> dict[str, Any]:
         """A result's MIME bundle with the app's frame (where widgets run; read on first display).
 
-        The frame is made by the framer given to `set_app_framer`; the bundle is unchanged without one.
+        The frame is made by the workbench's `Presenters.app_framer`; the bundle is unchanged without one.
 
         Args:
             bundle: the result's MIME bundle.
@@ -328,7 +322,7 @@ class AppView:
         Returns:
             The bundle to display.
         """
-        return _framer(self, bundle) if _framer is not None else bundle
+        return self.host.frame(self, bundle) if self.host.frame is not None else bundle
 
     # ---- messages ------------------------------------------------------------------------
     def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -587,6 +581,5 @@ __all__ = [
     "HostWorkbench",
     "build_csp",
     "give_cancelled_view",
-    "set_app_framer",
     "with_view",
 ]

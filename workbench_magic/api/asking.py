@@ -5,8 +5,8 @@ kernel, `input()` is the front end's input box; where nobody can answer (nbconve
 without a terminal) the request is declined and one line says so.
 
 The asker is chosen by whoever makes the call: a waiting call asks with `input()`
-(`waiting_channel`); an awaited one (`acall`) with the asker registered from above
-(`set_awaited_asker`: in a kernel, the notebook's widget form), `input()` until one is.
+(`waiting_channel`); an awaited one (`acall`) with the asker of the workbench's presenters
+(`Presenters.asker`: in a kernel, the notebook's widget form; else `input()`).
 
 The workbench's own question, whether a tool marked destructive may run (`wb.chat`, and the
 toolsets for agent frameworks), is `ask_to_run` (or `ask_to_run_now` from sync code): one yes/no
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from workbench_magic.engine.clientside import Asker
     from workbench_magic.engine.runtime import Channel, QueueChannel
 
 logger = logging.getLogger("workbench_magic")
@@ -297,18 +296,3 @@ def waiting_channel(server_log: Callable[[str], None] | None = None) -> QueueCha
     from workbench_magic.engine.runtime import QueueChannel
 
     return QueueChannel(asker=TerminalAsker(), notice=server_log)
-
-
-_awaited_asker: Callable[[], Asker] = TerminalAsker
-
-
-def set_awaited_asker(factory: Callable[[], Asker] | None) -> None:
-    """Who asks the person during an awaited call (`await wb.acall(...)`): `factory()` makes the
-    asker of each call; None goes back to `input()`. The notebook's `install()` registers one."""
-    global _awaited_asker
-    _awaited_asker = factory or TerminalAsker
-
-
-def awaited_asker() -> Asker:
-    """The asker of an awaited call (on the awaiting loop), as registered (`set_awaited_asker`)."""
-    return _awaited_asker()

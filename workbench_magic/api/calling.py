@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from workbench_magic.api.asking import awaited_asker, waiting_channel
+from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.batches import run_batch
 from workbench_magic.api.dask_map import is_dask_frame
 from workbench_magic.api.facade import Facade
@@ -51,7 +51,12 @@ class Calling(Facade):
         from workbench_magic.api.apps import AppHost
 
         # The whole `Workbench` is the host: its lookups, reads and events are in its other parts.
-        return AppHost(cast("HostWorkbench", self), self._core, self._loop)
+        context = self._context
+
+        def frame(view: Any, bundle: dict[str, Any]) -> dict[str, Any]:
+            return context.presenters.frame(view, bundle)  # read at display: presenters may change
+
+        return AppHost(cast("HostWorkbench", self), self._core, self._loop, frame)
 
     @at_the_caller  # a user error or an interrupt shows the person's frames and the one line
     def call(
@@ -178,7 +183,7 @@ class Calling(Facade):
             ```
         """
         if channel is None and not self._loop.in_loop():
-            channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+            channel = LoopChannel(asyncio.get_running_loop(), asker=self.presenters.asker())
         try:
             return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
         except asyncio.CancelledError as exc:
@@ -376,7 +381,7 @@ class Calling(Facade):
             else:
                 refuse_missing(tool, missing)
         try:  # a caller on the workbench's own loop (serve) has no loop of its own to ask on
-            channel = None if loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+            channel = None if loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=self.presenters.asker())
         except RuntimeError:
             pass
 
@@ -389,8 +394,10 @@ class Calling(Facade):
                 ),
                 loop,
                 channel,
+                display,
             )
 
+        display = self.presenters.task_display
         return loop.run_sync(begin)
 
     def tasks(self) -> TaskList:

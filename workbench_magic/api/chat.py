@@ -5,8 +5,8 @@ gives (which records it into cassettes and traces). The run is a coroutine on th
 as a call is: its tool calls reach their sessions there, and `wb.chat` waits as `wb.call` does,
 running on its own thread what the turn posts back on the call's channel. So the person's side
 stays on the thread that made the chat (the kernel's, in a notebook): the model's text as it
-streams and each tool call as it starts and ends (the `ChatView` the notebook registers with
-`set_chat_view`), and the question asked before a destructive tool runs (the channel's asker:
+streams and each tool call as it starts and ends (the `ChatView` of the workbench's presenters:
+the notebook's streams into the cell), and the question asked before a destructive tool runs (the channel's asker:
 `input()` while a cell waits).
 
 The agent's part (pydantic-ai) is in chat_agent.py, imported on first use: `import workbench_magic`
@@ -20,7 +20,7 @@ goes on with it, else `chat_model`. `wb.chat_reset()` starts over, and forgets t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench_magic.api.asking import waiting_channel
@@ -30,25 +30,9 @@ from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.api.chat_agent import Conversation
-    from workbench_magic.api.server_features import ServerFeatureMethods
     from workbench_magic.api.toolsets import ToolsetMethods
 
-__all__ = ["ChatMethods", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView", "chat_view", "set_chat_view"]
-
-
-_view_factory: Callable[[], ChatView | None] | None = None
-
-
-def set_chat_view(factory: Callable[[], ChatView | None] | None) -> None:
-    """How a chat shows while it runs: `factory()` makes the view of each turn (None: it shows nothing
-    while it runs). The notebook's `install()` registers one that streams into the cell."""
-    global _view_factory
-    _view_factory = factory
-
-
-def chat_view() -> ChatView | None:
-    """The view of a new turn, as registered (`set_chat_view`), or None."""
-    return _view_factory() if _view_factory is not None else None
+__all__ = ["ChatMethods", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView"]
 
 
 # ---- the workbench's part ---------------------------------------------------------------------
@@ -118,7 +102,7 @@ class ChatMethods(Facade):
         target = toolbox if toolbox is not None else self._chat_toolbox()
         conversation, kept = self._loop.run_sync(self._conversation_and_model)
         resolved = resolve_model(self, model if model is not None else kept)
-        read = cast("ServerFeatureMethods", self)._skills_named(skills)
+        read = self._server.skills_named(skills)
         from workbench_magic.api.chat_agent import Turn
 
         channel = waiting_channel()
@@ -128,7 +112,7 @@ class ChatMethods(Facade):
             target,
             resolved,
             channel,
-            view=chat_view(),
+            view=self.presenters.view_of_turn(),
             confirm=self.confirm_destructive,
             skills=read,
             tool_retries=self.tool_retries,

@@ -32,7 +32,6 @@ from workbench_magic.vocabulary.errors import UsageError
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-    from workbench_magic.api.facade import Facade
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.connection import Connection
     from workbench_magic.engine.core import Core
@@ -50,7 +49,8 @@ class ClientFeatures:
     """What a workbench answers servers with, and the per-server client settings.
 
     `settings()` is the workbench's current config; `on_change()` runs when a handler or the
-    roots change. `roots` None: none offered until set (servers keep their own).
+    roots change; `model_sampler(model)` makes the handler of a model set as `sampling_handler`.
+    `roots` None: none offered until set (servers keep their own).
     """
 
     def __init__(
@@ -60,8 +60,10 @@ class ClientFeatures:
         *,
         settings: Callable[[], WorkbenchConfig],
         on_change: Callable[[], None],
+        model_sampler: Callable[[Model | str], SamplingHandler],
         roots: list[str] | tuple[str, ...] | str | None = None,
     ) -> None:
+        self._model_sampler = model_sampler
         self._core = core
         self._loop = loop
         self._settings = settings
@@ -83,22 +85,39 @@ class ClientFeatures:
 
     @property
     def sampling_handler(self) -> SamplingHandler | None:
-        """`fn(messages, params)` answering servers' sampling requests (str, dict or
-        `CreateMessageResult`), or `"ask"` (the person writes the reply, where the call was made);
-        sampling is advertised only while one is set. Setting one (or None) reconnects the connected
-        servers that declared otherwise, but for those with a call in flight (a warning names them)
-        and when set on the loop thread (serve: its next opens declare it)."""
+        """What answers servers' sampling requests: a function, a model, or `"ask"` the person.
+
+        A function `fn(messages, params)` returns a str, a dict or a `CreateMessageResult`. A
+        pydantic-ai `Model` or a `"provider:model"` name (`"openai:gpt-4o"`) answers with that model
+        (its messages, system prompt, `maxTokens`, temperature and stop sequences mapped; the hints
+        recorded), recorded, replayed and traced as `resolve_model` does; reading the handler back
+        then gives its `ModelSampler` (`.spec`, `.model`). With `"ask"` the person writes the reply,
+        where the call was made. Sampling is advertised only while one is set; servers declare it at
+        connect, so setting one (or None) reconnects the connected servers that declared otherwise,
+        at once (a server with a call in flight keeps its session: a warning names it, and
+        `wb.reconnect` reconnects it later). Setting anything else raises `UsageError`.
+
+        Example:
+            ```python
+            wb.sampling_handler = "openai:gpt-4o"  # the open servers reconnect, declaring sampling
+            wb.call("demo/datasets/describe_with_model", {"dataset": "penguins"}).data
+            ```
+        """
         return self._sampling_handler
 
     @sampling_handler.setter
-    def sampling_handler(self, handler: SamplingHandler | None) -> None:
+    def sampling_handler(self, handler: SamplingHandler | Model | None) -> None:
+        from workbench_magic.api.models import is_model
+
+        if is_model(handler) or (isinstance(handler, str) and handler != ASK_PERSON):
+            handler = self._model_sampler(cast("Model | str", handler))
         if handler is not None and not callable(handler) and handler != ASK_PERSON:
             raise UsageError(
                 "sampling_handler must be a function (messages, params) -> str | dict | CreateMessageResult, "
                 'a pydantic-ai Model, a "provider:model" name, or "ask"'
             )
         flips = (handler is None) != (self._sampling_handler is None)
-        self._sampling_handler = handler
+        self._sampling_handler = cast("SamplingHandler | None", handler)
         self._on_change()
         if flips and not self._loop.in_loop():
             self._declare_sampling(handler is not None)
@@ -126,8 +145,11 @@ class ClientFeatures:
 
     @property
     def elicitation_handler(self) -> ElicitationHandler | None:
-        """None: ask the person; `fn(message, schema)` -> dict (accept), None (decline) or an
-        `ElicitResult`; or a dict of canned answers (always accepted)."""
+        """None: ask the person; `fn(message, schema)`; or a dict of canned answers.
+
+        A function returns a dict (accept), None (decline) or an `ElicitResult`; canned answers are
+        always accepted. Setting anything else raises `UsageError`.
+        """
         return self._elicitation_handler
 
     @elicitation_handler.setter
@@ -139,7 +161,22 @@ class ClientFeatures:
 
     @property
     def authorization_handler(self) -> AuthorizationHandler | None:
-        """None: show the link; `fn(url)`: given each OAuth authorization link."""
+        """What gets the person to an OAuth flow's authorization link: None, or a function `fn(url)`.
+
+        Unset, the link is shown where the toolbox is opened (a clickable link in the cell, a log
+        line on stderr). A function (sync, run in a worker thread, or async) is called with the URL
+        instead: a notebook can show its own button, a test or a headless run can follow it. Either
+        way the redirect back comes to the workbench's loopback catcher (or is pasted, with
+        `"paste": true`). It is read when a server connects. Setting anything else raises
+        `UsageError`.
+
+        Example:
+            ```python
+            import webbrowser
+
+            wb.authorization_handler = webbrowser.open  # this machine's browser, no link to click
+            ```
+        """
         return self._authorization_handler
 
     @authorization_handler.setter
@@ -151,8 +188,11 @@ class ClientFeatures:
 
     @property
     def roots(self) -> list[str]:
-        """The roots servers are told (file:// URIs); default `[]`: the capability is declared and no
-        roots are offered until set, so servers keep their configured directories."""
+        """The roots servers are told (file:// URIs); `[]` until set: servers keep their own.
+
+        The capability is declared either way; no roots are offered until set, so servers keep their
+        configured directories. Set it to a path, a URI, or a list of them.
+        """
         return list(self._roots)
 
     @roots.setter
@@ -161,8 +201,19 @@ class ClientFeatures:
         self._on_change()
 
     def set_server_log_level(self, target: str, level: str) -> None:
-        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox:
-        at once on handshake-era connections, at their next connect on 2026-07-28 ones."""
+        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox.
+
+        Handshake-era connections change at once, 2026-07-28 ones at their next connect.
+
+        Args:
+            target: a toolbox, or `toolbox/server`.
+            level: one of MCP's levels: `debug`, `info`, `notice`, `warning`, `error`, `critical`,
+                `alert`, `emergency`.
+
+        Raises:
+            UsageError: `level` is not one of them.
+            NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
+        """
         if level not in LOG_LEVELS:
             raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
         toolbox, server = toolbox_target(target)
@@ -174,8 +225,17 @@ class ClientFeatures:
         self._loop.run(contained(apply()))
 
     def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
-        """The roots of one server (`toolbox/server`) or of every server of a toolbox; None goes
-        back to the config's (or `wb.roots`). Handshake-era servers are told at once."""
+        """The roots of one server or of every server of a toolbox; None: back to the config's.
+
+        Handshake-era servers are told at once.
+
+        Args:
+            target: a toolbox, or `toolbox/server`.
+            roots: a path, a URI, or a list of them; None goes back to the config's (or `wb.roots`).
+
+        Raises:
+            NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
+        """
         toolbox, server = toolbox_target(target)
         chosen = None if roots is None else root_uris(roots)
 
@@ -185,15 +245,22 @@ class ClientFeatures:
         self._loop.run(contained(apply()))
 
     def set_roots_source(self, source: RootsSource | None) -> None:
-        """Where the servers that follow the client's roots get them when no call is in flight
-        (serve's stdio face: its one client); None goes back to `wb.roots`. A server's own roots
-        (config, `set_roots`) still win, and a call's client is asked during its call."""
+        """Where servers that follow the client's roots get them between calls (None: `wb.roots`).
+
+        For `serve`'s stdio face: its one client. A server's own roots (config, `set_roots`) still
+        win, and a call's client is asked during its call.
+
+        Args:
+            source: what gives the roots, or None to go back to `wb.roots`.
+        """
         core = self._core
         self._loop.run_sync(lambda: setattr(core.client_side, "roots_source", source))
 
     def roots_source_changed(self) -> None:
-        """The source's roots changed (from any thread): every open server that follows them is
-        told (`roots/list_changed` to handshake-era servers; 2026-07-28 ones ask per request)."""
+        """The source's roots changed (from any thread): the servers that follow them are told.
+
+        Handshake-era servers get `roots/list_changed`; 2026-07-28 ones ask per request.
+        """
         core, settings = self._core, self._settings()
 
         async def tell() -> None:
@@ -203,10 +270,17 @@ class ClientFeatures:
         self._loop.spawn(tell()).add_done_callback(_log_failure)
 
     def logout(self, target: str) -> list[str]:
-        """Forget the stored OAuth tokens (and registered client) of one server (`toolbox/server`)
-        or of every OAuth server of a toolbox; the names of the servers that had some. A connection
-        already open keeps its session until it is closed or reconnected; the next connect asks
-        the person to authorize again."""
+        """Forget the stored OAuth tokens of a server or of a toolbox's; the servers that had some.
+
+        The registered client is forgotten too. A connection already open keeps its session until it
+        is closed or reconnected; the next connect asks the person to authorize again.
+
+        Args:
+            target: one server (`toolbox/server`), or a toolbox (every OAuth server of it).
+
+        Returns:
+            The names of the servers that had stored tokens.
+        """
         from workbench_magic.engine.auth import forget
 
         toolbox, server = toolbox_target(target)
@@ -238,151 +312,3 @@ def _log_failure(call: concurrent.futures.Future[None]) -> None:
     """Background work nobody waits for: its failure goes to the log, not to nowhere."""
     if not call.cancelled() and call.exception() is not None:
         logger.warning("servers could not be told the roots changed: %s", call.exception())
-
-
-class ClientFeatureMethods:
-    """`Workbench`'s client side of MCP: each delegates to its `ClientFeatures`."""
-
-    _client: ClientFeatures
-
-    @property
-    def sampling_handler(self) -> SamplingHandler | None:
-        """What answers servers' sampling requests: a function, a model, or `"ask"` the person.
-
-        A function `fn(messages, params)` returns a str, a dict or a `CreateMessageResult`. A
-        pydantic-ai `Model` or a `"provider:model"` name (`"openai:gpt-4o"`) answers with that model
-        (its messages, system prompt, `maxTokens`, temperature and stop sequences mapped; the hints
-        recorded), recorded, replayed and traced as `resolve_model` does; reading the handler back
-        then gives its `ModelSampler` (`.spec`, `.model`). With `"ask"` the person writes the reply,
-        where the call was made. Sampling is advertised only while one is set; servers declare it at
-        connect, so setting one (or None) reconnects the connected servers that declared otherwise,
-        at once (a server with a call in flight keeps its session: a warning names it, and
-        `wb.reconnect` reconnects it later). Setting anything else raises `UsageError`.
-
-        Example:
-            ```python
-            wb.sampling_handler = "openai:gpt-4o"  # the open servers reconnect, declaring sampling
-            wb.call("demo/datasets/describe_with_model", {"dataset": "penguins"}).data
-            ```
-        """
-        return self._client.sampling_handler
-
-    @sampling_handler.setter
-    def sampling_handler(self, handler: SamplingHandler | Model | None) -> None:
-        from workbench_magic.api.models import ModelSampler, is_model
-
-        if is_model(handler) or (isinstance(handler, str) and handler != ASK_PERSON):
-            handler = ModelSampler(cast("Facade", self), cast("Model | str", handler))
-        self._client.sampling_handler = cast("SamplingHandler | None", handler)
-
-    @property
-    def elicitation_handler(self) -> ElicitationHandler | None:
-        """None: ask the person; `fn(message, schema)`; or a dict of canned answers.
-
-        A function returns a dict (accept), None (decline) or an `ElicitResult`; canned answers are
-        always accepted. Setting anything else raises `UsageError`.
-        """
-        return self._client.elicitation_handler
-
-    @elicitation_handler.setter
-    def elicitation_handler(self, handler: ElicitationHandler | None) -> None:
-        self._client.elicitation_handler = handler
-
-    @property
-    def authorization_handler(self) -> AuthorizationHandler | None:
-        """What gets the person to an OAuth flow's authorization link: None, or a function `fn(url)`.
-
-        Unset, the link is shown where the toolbox is opened (a clickable link in the cell, a log
-        line on stderr). A function (sync, run in a worker thread, or async) is called with the URL
-        instead: a notebook can show its own button, a test or a headless run can follow it. Either
-        way the redirect back comes to the workbench's loopback catcher (or is pasted, with
-        `"paste": true`). It is read when a server connects. Setting anything else raises
-        `UsageError`.
-
-        Example:
-            ```python
-            import webbrowser
-
-            wb.authorization_handler = webbrowser.open  # this machine's browser, no link to click
-            ```
-        """
-        return self._client.authorization_handler
-
-    @authorization_handler.setter
-    def authorization_handler(self, handler: AuthorizationHandler | None) -> None:
-        self._client.authorization_handler = handler
-
-    @property
-    def roots(self) -> list[str]:
-        """The roots servers are told (file:// URIs); `[]` until set: servers keep their own.
-
-        The capability is declared either way; no roots are offered until set, so servers keep their
-        configured directories. Set it to a path, a URI, or a list of them.
-        """
-        return self._client.roots
-
-    @roots.setter
-    def roots(self, roots: list[str] | tuple[str, ...] | str) -> None:
-        self._client.roots = roots
-
-    def set_server_log_level(self, target: str, level: str) -> None:
-        """The log level asked of one server (`toolbox/server`) or of every server of a toolbox.
-
-        Handshake-era connections change at once, 2026-07-28 ones at their next connect.
-
-        Args:
-            target: a toolbox, or `toolbox/server`.
-            level: one of MCP's levels: `debug`, `info`, `notice`, `warning`, `error`, `critical`,
-                `alert`, `emergency`.
-
-        Raises:
-            UsageError: `level` is not one of them.
-            NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
-        """
-        self._client.set_server_log_level(target, level)
-
-    def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
-        """The roots of one server or of every server of a toolbox; None: back to the config's.
-
-        Handshake-era servers are told at once.
-
-        Args:
-            target: a toolbox, or `toolbox/server`.
-            roots: a path, a URI, or a list of them; None goes back to the config's (or `wb.roots`).
-
-        Raises:
-            NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
-        """
-        self._client.set_roots(target, roots)
-
-    def set_roots_source(self, source: RootsSource | None) -> None:
-        """Where servers that follow the client's roots get them between calls (None: `wb.roots`).
-
-        For `serve`'s stdio face: its one client. A server's own roots (config, `set_roots`) still
-        win, and a call's client is asked during its call.
-
-        Args:
-            source: what gives the roots, or None to go back to `wb.roots`.
-        """
-        self._client.set_roots_source(source)
-
-    def roots_source_changed(self) -> None:
-        """The source's roots changed (from any thread): the servers that follow them are told.
-
-        Handshake-era servers get `roots/list_changed`; 2026-07-28 ones ask per request.
-        """
-        self._client.roots_source_changed()
-
-    def logout(self, target: str) -> list[str]:
-        """Forget the stored OAuth tokens of a server or of a toolbox's; the servers that had some.
-
-        The registered client is forgotten too. A connection already open keeps its session until it
-        is closed or reconnected; the next connect asks the person to authorize again.
-
-        Args:
-            target: one server (`toolbox/server`), or a toolbox (every OAuth server of it).
-
-        Returns:
-            The names of the servers that had stored tokens.
-        """
-        return self._client.logout(target)

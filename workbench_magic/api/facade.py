@@ -1,33 +1,33 @@
-"""What the parts of `Workbench` share: its core on the loop thread, and the way onto that loop.
+"""The common base of the parts of `Workbench` still mixed into it (calling.py, records.py, ...).
 
-`Workbench` is one class made of parts, each in the module of its concept (calls and tasks in
-calling.py, traces, cassettes and exports in records.py, resources and prompts in
-server_features.py, the client side in client_features.py). `Facade` is their common base: it
-names what `Workbench.__init__` sets up and runs coroutines on the loop.
+`Workbench` is moving to collaborators it holds (server_features.py, client_features.py: each
+public name a delegation, api/delegation.py), all sharing one `Context` (context.py). Until the
+last part has moved, `Facade` names what the mixed-in parts use of it: the context, and the loop,
+core and deck it holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from workbench_magic.engine.runtime import at_the_caller
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from workbench_magic.api.context import Context
+    from workbench_magic.api.presenting import Presenters
+    from workbench_magic.api.server_features import ServerFeatures
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.cassette_deck import CassetteDeck
     from workbench_magic.engine.core import Core
     from workbench_magic.engine.runtime import Channel, LoopThread, QueueChannel
 
-T = TypeVar("T")
-
 
 class Facade:
-    """The base of `Workbench`'s parts: the loop thread, the core it owns, the cassette deck."""
+    """The base of `Workbench`'s mixed-in parts: its context, and the loop thread, core and deck."""
 
+    _context: Context
     _loop: LoopThread
     _core: Core
     _deck: CassetteDeck
+    _server: ServerFeatures
     render_apps: bool  # a trait of `Workbench`
 
     @property
@@ -35,32 +35,18 @@ class Facade:
         """The loaded toolbox config (`Workbench.settings`)."""
         raise NotImplementedError
 
-    def _run(self, coro: Any, channel: QueueChannel | None = None) -> Any:
-        # What waits on the loop is no frame of the person's: a user error or an interrupt leaves
-        # without it (a public method that must not show either has `with at_the_caller:` too).
-        with at_the_caller:
-            return self._loop.run(coro, channel)
-
-    def run_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on the workbench's loop thread and wait for it (Ctrl-C cancels it).
-
-        For a server in front of the workbench (`serve`): its requests then reach the
-        connections without a thread hop, and `acall` from it awaits the call directly.
-
-        Args:
-            coro: the coroutine to run.
-
-        Returns:
-            What `coro` returned.
-        """
-        with at_the_caller:
-            return self._loop.run(coro)
-
     @property
-    def in_loop_thread(self) -> bool:
-        """Whether the caller runs on the workbench's loop thread (where `run_on_loop` runs it)."""
-        return self._loop.in_loop()
+    def presenters(self) -> Presenters:
+        """How this workbench shows its work: chat turns, questions, app frames, the notebook export,
+        task lines (`Presenters`). Unset (None), the installed front end's, the notebook's."""
+        return self._context.presenters
+
+    @presenters.setter
+    def presenters(self, presenters: Presenters | None) -> None:
+        self._context.presenters = presenters
+
+    def _run(self, coro: Any, channel: QueueChannel | None = None) -> Any:
+        return self._context.run(coro, channel)
 
     async def _arun(self, coro: Any, channel: Channel | None = None) -> Any:
-        with at_the_caller:
-            return await self._loop.arun(coro, channel)
+        return await self._context.arun(coro, channel)

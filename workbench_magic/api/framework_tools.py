@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
+    from workbench_magic.api.presenting import Presenters
     from workbench_magic.engine.core import BoxState, Core
     from workbench_magic.engine.runtime import Channel
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -62,6 +63,7 @@ class Caller(Protocol):
 
     confirm_destructive: bool
     in_loop_thread: bool
+    presenters: Presenters
 
     async def acall(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """`Workbench.acall`."""
@@ -259,13 +261,13 @@ async def may_run(caller: Caller, tool: FrameworkTool, arguments: Mapping[str, A
     """
     if not _asks(caller, tool):
         return None
-    from workbench_magic.api.asking import ask_to_run, awaited_asker
+    from workbench_magic.api.asking import ask_to_run
     from workbench_magic.engine.runtime import LoopChannel, current_channel
 
     # on the workbench's loop (serve): the served call's channel, if it can ask at all
     channel: Channel | None = current_channel.get()
     if not caller.in_loop_thread:
-        channel = LoopChannel(asyncio.get_running_loop(), asker=awaited_asker())
+        channel = LoopChannel(asyncio.get_running_loop(), asker=caller.presenters.asker())
     answer = await ask_to_run(channel, AGENT, tool.identifier, arguments)
     return None if answer.allowed else answer.told(tool.identifier)
 

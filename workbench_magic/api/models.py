@@ -64,13 +64,7 @@ class ModelOrName(TraitType[Any, Any]):
 
 def model_host(wb: Facade) -> ModelHost:
     """The one `ModelHost` of a workbench: its loop, cassette deck and core (its wire tap, its servers)."""
-    host = getattr(wb, "_model_host", None)
-    if host is None:
-        from workbench_magic.api.model_turns import ModelHost
-
-        host = ModelHost(wb._loop, wb._deck, wb._core)
-        wb._model_host = host  # type: ignore[attr-defined]
-    return host
+    return wb._context.model_host
 
 
 def resolve_model(wb: Facade, model: Model | str | None = None) -> Model:

@@ -2,7 +2,7 @@
 
 `trace` records JSON-RPC messages (tracing.py), `record`/`replay` use the cassette deck
 (engine/cassette_deck.py), `export_notebook`/`export_tests` write the session out
-(exporting.py, regression.py), and `snapshot`/`diff` compare a toolbox's surface over time.
+(the presenters' exporter, regression.py), and `snapshot`/`diff` compare a toolbox's surface over time.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
-from workbench_magic.api import exporting
 from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_target
 from workbench_magic.api.tracing import Trace
@@ -143,7 +142,7 @@ class Records(Facade):
         Returns:
             The path.
         """
-        return exporting.export_notebook(self, path)
+        return self.presenters.export(self, path)
 
     def export_tests(
         self,

@@ -106,122 +106,6 @@ class ServerFeatures:
 
     # ---- resources, prompts, completions --------------------------------------------
     def resources(self, target: str | None = None) -> list[ResourceInfo]:
-        """Resources and resource templates (every page) of open toolboxes, a toolbox, or a server."""
-        toolbox, server = parse_target(target)
-
-        async def gather() -> list[ResourceInfo]:
-            return await server_features.list_resources(await self._core.connections(toolbox, server, self._settings()))
-
-        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
-
-    def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
-        """Read a resource from `toolbox/server`; a template URI is expanded with `variables`
-        (`read_resource("t/s", "city://{country}/{city}", country="france", city="paris")`)."""
-        return self._loop.run(contained(self._read_resource(target, uri, timeout, variables)))  # type: ignore[no-any-return]
-
-    async def aread_resource(
-        self, target: str, uri: str, *, timeout: float | None = None, **variables: Any
-    ) -> ResourceResult:
-        return await self._loop.arun(contained(self._read_resource(target, uri, timeout, variables)))
-
-    async def _read_resource(
-        self, target: str, uri: str, timeout: float | None, variables: Mapping[str, Any]
-    ) -> ResourceResult:
-        toolbox, server = server_target(target)
-        expanded = server_features.expand(uri, variables)
-        limit = timeout if timeout is not None else self._timeout()
-        conn = await self._core.connection_opening(toolbox, server, self._settings())
-        return await server_features.read(conn, expanded, limit)
-
-    def prompts(self, target: str | None = None) -> list[PromptInfo]:
-        """Prompts of open toolboxes, a toolbox, or a server."""
-        toolbox, server = parse_target(target)
-
-        async def gather() -> list[PromptInfo]:
-            return await server_features.list_prompts(await self._core.connections(toolbox, server, self._settings()))
-
-        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
-
-    def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
-        """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`."""
-        ident = parse_identifier(identifier)
-        args = {k: v if isinstance(v, str) else str(v) for k, v in (arguments or {}).items()}
-        limit = self._timeout()
-
-        async def get() -> PromptResult:
-            conn = await self._core.connection_opening(ident.toolbox, ident.server, self._settings())
-            raw = await conn.get_prompt(ident.name, args or None, limit)
-            return PromptResult(identifier=ident, raw=raw)
-
-        return self._loop.run(contained(get()), waiting_channel())  # type: ignore[no-any-return]
-
-    def complete(
-        self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
-    ) -> list[str]:
-        """Completion values a server offers for a prompt argument (`ref="prompt:NAME"`) or a
-        resource template variable (`ref` = the template URI); `[]` when it offers none, or takes
-        longer than half a second."""
-        toolbox, server = server_target(target)
-
-        async def complete() -> list[str]:
-            conn = await self._core.connection_opening(toolbox, server, self._settings())
-            return await server_features.complete(conn, ref, argument, value, context)
-
-        return self._loop.run(contained(complete()))  # type: ignore[no-any-return]
-
-    def watch(
-        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
-    ) -> server_features.ResourceWatch:
-        """Subscribe to a resource: a live handle with `.value`, `.updates`, `.close()`.
-
-        `callback(value)` runs on each update (in a kernel, on its event loop; else in a worker thread).
-        """
-        toolbox, server = server_target(target)
-        channel = _caller_loop_channel()
-        limit = self._timeout()
-
-        async def start() -> server_features.ResourceWatch:
-            conn = await self._core.connection_opening(toolbox, server, self._settings())
-            return await server_features.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
-
-        return self._loop.run(contained(start()))  # type: ignore[no-any-return]
-
-    # ---- skills ---------------------------------------------------------------------------
-    def skills(self, target: str | None = None) -> SkillList:
-        """Skills of open toolboxes, a toolbox, or a server; each server's listing is kept."""
-        return self._loop.run(contained(self._skills(target)))  # type: ignore[no-any-return]
-
-    async def askills(self, target: str | None = None) -> SkillList:
-        return await self._loop.arun(contained(self._skills(target)))
-
-    def skill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
-        """A skill read whole from `toolbox/server`, each file checked against its listed digest."""
-        return self._loop.run(contained(self._skill(target, name, timeout)))  # type: ignore[no-any-return]
-
-    async def askill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
-        return await self._loop.arun(contained(self._skill(target, name, timeout)))
-
-    async def _skills(self, target: str | None) -> SkillList:
-        toolbox, server = parse_target(target)
-        if isinstance(target, str) and names_one(target):  # a skill (or a tool), not a place
-            raise UsageError(
-                f"wb.skills takes a toolbox or toolbox/server, not {target!r}: wb.skill({target!r}) reads that skill"
-            )
-        conns = await self._core.connections(toolbox, server, self._settings())
-        return await skills.list_skills(conns, one_server=server is not None)
-
-    async def _skill(self, target: str, name: str | None, timeout: float | None) -> Skill:
-        toolbox, server, skill_name = skill_target(target, name)
-        conn = await self._core.connection_opening(toolbox, server, self._settings())
-        return await skills.read_skill(conn, skill_name, timeout if timeout is not None else self._timeout())
-
-
-class ServerFeatureMethods:
-    """`Workbench`'s resources, prompts, completions, watches and skills: each delegates to its `ServerFeatures`."""
-
-    _server: ServerFeatures
-
-    def resources(self, target: str | None = None) -> list[ResourceInfo]:
         """Resources and resource templates (every page) of open toolboxes, a toolbox, or a server.
 
         Args:
@@ -230,7 +114,12 @@ class ServerFeatureMethods:
         Returns:
             One `ResourceInfo` per resource and per template (`.template` tells them apart).
         """
-        return self._server.resources(target)
+        toolbox, server = parse_target(target)
+
+        async def gather() -> list[ResourceInfo]:
+            return await server_features.list_resources(await self._core.connections(toolbox, server, self._settings()))
+
+        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
 
     def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
         """Read a resource from `toolbox/server`; a template URI is expanded with `variables`.
@@ -254,7 +143,7 @@ class ServerFeatureMethods:
             wb.read_resource("demo/datasets", "dataset://{name}", name="penguins").text
             ```
         """
-        return self._server.read_resource(target, uri, timeout=timeout, **variables)
+        return self._loop.run(contained(self._read_resource(target, uri, timeout, variables)))  # type: ignore[no-any-return]
 
     async def aread_resource(
         self, target: str, uri: str, *, timeout: float | None = None, **variables: Any
@@ -270,7 +159,16 @@ class ServerFeatureMethods:
         Returns:
             What the server sent, as `read_resource` returns it.
         """
-        return await self._server.aread_resource(target, uri, timeout=timeout, **variables)
+        return await self._loop.arun(contained(self._read_resource(target, uri, timeout, variables)))
+
+    async def _read_resource(
+        self, target: str, uri: str, timeout: float | None, variables: Mapping[str, Any]
+    ) -> ResourceResult:
+        toolbox, server = server_target(target)
+        expanded = server_features.expand(uri, variables)
+        limit = timeout if timeout is not None else self._timeout()
+        conn = await self._core.connection_opening(toolbox, server, self._settings())
+        return await server_features.read(conn, expanded, limit)
 
     def prompts(self, target: str | None = None) -> list[PromptInfo]:
         """Prompts of open toolboxes, a toolbox, or a server.
@@ -281,7 +179,12 @@ class ServerFeatureMethods:
         Returns:
             One `PromptInfo` per prompt, with its arguments.
         """
-        return self._server.prompts(target)
+        toolbox, server = parse_target(target)
+
+        async def gather() -> list[PromptInfo]:
+            return await server_features.list_prompts(await self._core.connections(toolbox, server, self._settings()))
+
+        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
 
     def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
         """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`.
@@ -297,7 +200,16 @@ class ServerFeatureMethods:
             InvalidIdentifierError: `identifier` cannot be parsed.
             RequestError: the server failed the request.
         """
-        return self._server.get_prompt(identifier, arguments)
+        ident = parse_identifier(identifier)
+        args = {k: v if isinstance(v, str) else str(v) for k, v in (arguments or {}).items()}
+        limit = self._timeout()
+
+        async def get() -> PromptResult:
+            conn = await self._core.connection_opening(ident.toolbox, ident.server, self._settings())
+            raw = await conn.get_prompt(ident.name, args or None, limit)
+            return PromptResult(identifier=ident, raw=raw)
+
+        return self._loop.run(contained(get()), waiting_channel())  # type: ignore[no-any-return]
 
     def complete(
         self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
@@ -314,7 +226,13 @@ class ServerFeatureMethods:
         Returns:
             The values the server offers; `[]` when it offers none, or takes longer than half a second.
         """
-        return self._server.complete(target, ref, argument, value, context)
+        toolbox, server = server_target(target)
+
+        async def complete() -> list[str]:
+            conn = await self._core.connection_opening(toolbox, server, self._settings())
+            return await server_features.complete(conn, ref, argument, value, context)
+
+        return self._loop.run(contained(complete()))  # type: ignore[no-any-return]
 
     def watch(
         self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
@@ -337,8 +255,17 @@ class ServerFeatureMethods:
             watch.close()
             ```
         """
-        return self._server.watch(target, uri, callback)
+        toolbox, server = server_target(target)
+        channel = _caller_loop_channel()
+        limit = self._timeout()
 
+        async def start() -> server_features.ResourceWatch:
+            conn = await self._core.connection_opening(toolbox, server, self._settings())
+            return await server_features.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
+
+        return self._loop.run(contained(start()))  # type: ignore[no-any-return]
+
+    # ---- skills ---------------------------------------------------------------------------
     def skills(self, target: str | None = None) -> SkillList:
         """Skills (SEP-2640) of open toolboxes, a toolbox, or a server: name, description, URI, files.
 
@@ -364,7 +291,18 @@ class ServerFeatureMethods:
             [f.name for f in wb.skills("dev/docs")[0].files]
             ```
         """
-        return self._server.skills(target)
+        return self._loop.run(contained(self._skills(target)))  # type: ignore[no-any-return]
+
+    async def askills(self, target: str | None = None) -> SkillList:
+        """`skills` for `await` (from the kernel's loop, or the workbench's own: `serve`).
+
+        Args:
+            target: None (every open toolbox), a toolbox (opened if needed), or `toolbox/server`.
+
+        Returns:
+            The skills, as `skills` returns them.
+        """
+        return await self._loop.arun(contained(self._skills(target)))
 
     def skill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
         """Read a skill whole: its instructions (`SKILL.md`) and its files, each checked against its digest.
@@ -394,18 +332,7 @@ class ServerFeatureMethods:
             skill.files["references/guide.md"]
             ```
         """
-        return self._server.skill(target, name, timeout=timeout)
-
-    async def askills(self, target: str | None = None) -> SkillList:
-        """`skills` for `await` (from the kernel's loop, or the workbench's own: `serve`).
-
-        Args:
-            target: None (every open toolbox), a toolbox (opened if needed), or `toolbox/server`.
-
-        Returns:
-            The skills, as `skills` returns them.
-        """
-        return await self._server.askills(target)
+        return self._loop.run(contained(self._skill(target, name, timeout)))  # type: ignore[no-any-return]
 
     async def askill(self, target: str, name: str | None = None, *, timeout: float | None = None) -> Skill:
         """`skill` for `await` (from the kernel's loop, or the workbench's own: `serve`).
@@ -418,9 +345,9 @@ class ServerFeatureMethods:
         Returns:
             The skill, as `skill` returns it.
         """
-        return await self._server.askill(target, name, timeout=timeout)
+        return await self._loop.arun(contained(self._skill(target, name, timeout)))
 
-    def _skills_named(self, names: str | Iterable[str] | None) -> tuple[Skill, ...]:
+    def skills_named(self, names: str | Iterable[str] | None) -> tuple[Skill, ...]:
         """The skills `names` names (`"toolbox/server/name"`, or a list of them), each read whole.
 
         Each is read with `skill`: what `wb.chat(skills=...)` and `wb.toolset(skills=...)` give the model.
@@ -434,3 +361,17 @@ class ServerFeatureMethods:
                 raise UsageError(f"Name each skill as toolbox/server/name, not {name!r}")
             read.append(self.skill(name))
         return tuple(read)
+
+    async def _skills(self, target: str | None) -> SkillList:
+        toolbox, server = parse_target(target)
+        if isinstance(target, str) and names_one(target):  # a skill (or a tool), not a place
+            raise UsageError(
+                f"wb.skills takes a toolbox or toolbox/server, not {target!r}: wb.skill({target!r}) reads that skill"
+            )
+        conns = await self._core.connections(toolbox, server, self._settings())
+        return await skills.list_skills(conns, one_server=server is not None)
+
+    async def _skill(self, target: str, name: str | None, timeout: float | None) -> Skill:
+        toolbox, server, skill_name = skill_target(target, name)
+        conn = await self._core.connection_opening(toolbox, server, self._settings())
+        return await skills.read_skill(conn, skill_name, timeout if timeout is not None else self._timeout())

@@ -5,7 +5,7 @@ A `TaskHandle` is its job's one handle (the job keeps it: `wb.tasks()` gives the
 returned). It reads the job's state, which the loop replaces whole (engine/jobs.py), and waits on
 the call's future; `cancel()` stops the call (an MCP task is cancelled on its server). In a
 notebook the handle shows one status line, updated in place, that becomes the result once the
-work ends (the notebook layer registers that display: `set_task_display`).
+work ends (the workbench's `Presenters.task_display`: the notebook's).
 """
 
 from __future__ import annotations
@@ -26,15 +26,6 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.results import ToolResult
 
 
-_display: Callable[[TaskHandle], None] | None = None
-
-
-def set_task_display(show: Callable[[TaskHandle], None] | None) -> None:
-    """How a handle shows itself in a notebook cell (registered by the notebook layer)."""
-    global _display
-    _display = show
-
-
 class TaskHandle:
     """Work started with `wb.start`: `.status`, `.message`, `.result()`, `.cancel()`, `await handle`.
 
@@ -49,7 +40,10 @@ class TaskHandle:
         ```
     """
 
-    def __init__(self, job: Job, call: Call[ToolResult], loop: LoopThread) -> None:
+    def __init__(
+        self, job: Job, call: Call[ToolResult], loop: LoopThread, display: Callable[[TaskHandle], None] | None = None
+    ) -> None:
+        self._display = display
         self._job = job
         self._call = call
         self._loop = loop
@@ -190,8 +184,8 @@ class TaskHandle:
         return f"<code>{html.escape(self.line())}</code>"
 
     def _ipython_display_(self) -> None:
-        if _display is not None:
-            _display(self)
+        if self._display is not None:
+            self._display(self)
             return
         from IPython.display import display
 
@@ -236,7 +230,11 @@ def noting(job: Job) -> Callable[[float, float | None, str | None], None]:
 
 
 def start_job(
-    job: Job, work: Callable[[], Coroutine[Any, Any, ToolResult]], loop: LoopThread, channel: Channel | None
+    job: Job,
+    work: Callable[[], Coroutine[Any, Any, ToolResult]],
+    loop: LoopThread,
+    channel: Channel | None,
+    display: Callable[[TaskHandle], None] | None = None,
 ) -> TaskHandle:
     """Start a job's call on the loop (loop thread) and give the job its one handle (it lives as
     long as the job is listed, or held). The job ends with its call: completed, failed (an error
@@ -244,7 +242,7 @@ def start_job(
     before it ran (`work()` then never makes its coroutine)."""
     job.call = loop.spawn(_run_job(job, work), channel)
     job.call.add_done_callback(lambda call: _cancelled(job) if call.cancelled() else None)
-    handle = job.handle = TaskHandle(job, job.call, loop)
+    handle = job.handle = TaskHandle(job, job.call, loop, display)
     return handle
 
 
@@ -287,4 +285,4 @@ class TaskList(tuple[TaskHandle, ...]):
         return f"<table>{head}{rows}</table>" if rows else "<p>(no tasks)</p>"
 
 
-__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "noting", "set_task_display", "start_job"]
+__all__ = ["TaskHandle", "TaskList", "following", "handle_of", "noting", "start_job"]

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
     from workbench_magic.api.framework_tools import BeforeCall, Caller, OnCall, ToolSelection
-    from workbench_magic.api.server_features import ServerFeatureMethods
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.core import Core
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -102,7 +101,7 @@ class ToolsetMethods(Facade):
         require_extra("pydantic_ai", extra="pydantic-ai", feature="wb.toolset")
         from workbench_magic.api.toolset_pydantic_ai import WorkbenchToolset
 
-        read = cast("ServerFeatureMethods", self)._skills_named(skills)
+        read = self._server.skills_named(skills)
         selection = self._tool_selection(target, prefix)
         return WorkbenchToolset(cast("Caller", self), selection, before_call=before_call, on_call=on_call, skills=read)
 

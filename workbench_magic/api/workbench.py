@@ -27,15 +27,16 @@ from traitlets.config import Config, Configurable
 
 from workbench_magic.api.calling import Calling
 from workbench_magic.api.chat import ChatMethods
-from workbench_magic.api.client_features import ClientFeatureMethods, ClientFeatures
+from workbench_magic.api.client_features import ClientFeatures
+from workbench_magic.api.context import Context
 from workbench_magic.api.context_cost import ContextCostMethods
 from workbench_magic.api.dask_map import PartitionSpec, map_dask, map_partition
+from workbench_magic.api.delegation import delegate, delegate_property
 from workbench_magic.api.evaluation import EvaluationMethods
 from workbench_magic.api.models import ModelOrName
 from workbench_magic.api.portability import PortabilityMethods
 from workbench_magic.api.records import Records
 from workbench_magic.api.server_features import (
-    ServerFeatureMethods,
     ServerFeatures,
     parse_identifier,
     parse_target,
@@ -68,6 +69,7 @@ from workbench_magic.vocabulary.listings import (
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
+    from workbench_magic.api.presenting import Presenters
     from workbench_magic.config.models import ServerConfig, WorkbenchConfig
     from workbench_magic.engine.clientside import AuthorizationHandler, ElicitationHandler, SamplingHandler
 
@@ -102,8 +104,6 @@ class Workbench(
     Configurable,
     Calling,
     Records,
-    ServerFeatureMethods,
-    ClientFeatureMethods,
     ToolsetMethods,
     ChatMethods,
     ContextCostMethods,
@@ -131,6 +131,7 @@ class Workbench(
         replay: answer the toolboxes recorded in the cassette at this path from it (see `replay`).
         replay_mode: the mode of `replay`: `"strict"`, or `"auto"` (what the cassette lacks goes to the
             live servers).
+        presenters: how it shows its work (see `presenters`); None: the notebook's.
         **kwargs: traitlets settings (`Workbench(timeout=30)`) and the keywords of `Configurable`.
 
     Raises:
@@ -216,6 +217,7 @@ class Workbench(
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
         replay_mode: str = "strict",
+        presenters: Presenters | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(config, Config):
@@ -223,14 +225,20 @@ class Workbench(
             config = None
         else:
             super().__init__(**kwargs)
-        self._loop = LoopThread.get()
-        self._deck = CassetteDeck()  # record and replay, and the config the loop works from
-        self._core = Core(Options(), connection_factory=self._deck.connection)  # options below, with the handlers
+        loop, deck = LoopThread.get(), CassetteDeck()  # the deck: record, replay, and the config the loop works from
+        core = Core(Options(), connection_factory=deck.connection)  # options below, with the handlers
+        self._context = Context(loop, core, deck, settings=lambda: self.settings, presenters=presenters)
+        self._loop, self._core, self._deck = loop, core, deck  # for the parts still mixed in (facade.py)
         self._server = ServerFeatures(
             self._core, self._loop, settings=lambda: self.settings, timeout=lambda: self.timeout
         )
         self._client = ClientFeatures(
-            self._core, self._loop, settings=lambda: self.settings, on_change=self._push_options, roots=roots
+            self._core,
+            self._loop,
+            settings=lambda: self.settings,
+            on_change=self._push_options,
+            model_sampler=self._model_sampler,
+            roots=roots,
         )
         self._core.set_options(self._options())  # the loop has not seen this core yet
         if elicitation_handler is not None:
@@ -251,6 +259,11 @@ class Workbench(
             self.sampling_handler = sampling_handler
         if record is not None:
             self.record(record)
+
+    def _model_sampler(self, model: Model | str) -> SamplingHandler:
+        from workbench_magic.api.models import ModelSampler
+
+        return ModelSampler(self, model)
 
     # ---- settings -----------------------------------------------------------------------
     def _options(self) -> Options:
@@ -402,6 +415,34 @@ class Workbench(
         """How many subscribers are registered (for leak checks)."""
         core = self._core
         return self._loop.run_sync(lambda: core.subscriber_count)
+
+    # ---- the loop (context.py) ----------------------------------------------------------------
+    run_on_loop = delegate(Context.run_on_loop, to="_context")
+    in_loop_thread = delegate_property(Context.in_loop_thread, to="_context")
+
+    # ---- the client side of MCP (client_features.py) ------------------------------------------
+    sampling_handler = delegate_property(ClientFeatures.sampling_handler, to="_client")
+    elicitation_handler = delegate_property(ClientFeatures.elicitation_handler, to="_client")
+    authorization_handler = delegate_property(ClientFeatures.authorization_handler, to="_client")
+    roots = delegate_property(ClientFeatures.roots, to="_client")
+    set_server_log_level = delegate(ClientFeatures.set_server_log_level, to="_client")
+    set_roots = delegate(ClientFeatures.set_roots, to="_client")
+    set_roots_source = delegate(ClientFeatures.set_roots_source, to="_client")
+    roots_source_changed = delegate(ClientFeatures.roots_source_changed, to="_client")
+    logout = delegate(ClientFeatures.logout, to="_client")
+
+    # ---- what servers offer beyond tools (server_features.py) ------------------------------
+    resources = delegate(ServerFeatures.resources, to="_server")
+    read_resource = delegate(ServerFeatures.read_resource, to="_server")
+    aread_resource = delegate(ServerFeatures.aread_resource, to="_server")
+    prompts = delegate(ServerFeatures.prompts, to="_server")
+    get_prompt = delegate(ServerFeatures.get_prompt, to="_server")
+    complete = delegate(ServerFeatures.complete, to="_server")
+    watch = delegate(ServerFeatures.watch, to="_server")
+    skills = delegate(ServerFeatures.skills, to="_server")
+    skill = delegate(ServerFeatures.skill, to="_server")
+    askills = delegate(ServerFeatures.askills, to="_server")
+    askill = delegate(ServerFeatures.askill, to="_server")
 
     # ---- toolboxes ------------------------------------------------------------------
     def toolboxes(self) -> ToolboxList:

@@ -1,8 +1,10 @@
 """The notebook: magics, cell arguments, views, widgets, export.
 
-`install()` registers what the layers below reach in a notebook without importing it (the layer
-rule): it runs at `%load_ext workbench_magic` and when `workbench_magic.Workbench` is first used.
-It imports nothing heavy: what it registers loads on first use.
+`presenters()` is what the notebook shows a workbench's work with (a chat turn streaming into the
+cell, a widget form for an awaited call's question, an MCP App's frame, the notebook export, a task's
+status line). The API layer imports no notebook code: the package registers `presenters` as the entry
+point `notebook` of the group `workbench_magic.presenters` (pyproject.toml), which a workbench loads
+when it first needs one. It imports nothing heavy: what each presenter needs loads on first use.
 """
 
 from __future__ import annotations
@@ -13,30 +15,24 @@ if TYPE_CHECKING:
     import os
 
     from workbench_magic.api.apps import AppView
+    from workbench_magic.api.presenting import Presenters
     from workbench_magic.api.tasks import TaskHandle
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.engine.clientside import Asker
     from workbench_magic.vocabulary.chat import ChatView
 
-_installed = False
 
+def presenters() -> Presenters:
+    """The notebook's presenters (the entry point `workbench_magic.presenters:notebook`)."""
+    from workbench_magic.api.presenting import Presenters
 
-def install() -> None:
-    """Register the notebook's hooks with the API layer (once; cheap)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    from workbench_magic.api import asking, exporting
-    from workbench_magic.api.apps import set_app_framer
-    from workbench_magic.api.chat import set_chat_view
-    from workbench_magic.api.tasks import set_task_display
-
-    set_app_framer(_app_frame)  # a displayed result with an MCP App shows the app's frame
-    asking.set_awaited_asker(_awaited_asker)  # `await wb.acall(...)` in a kernel asks with a widget form
-    exporting.set_notebook_exporter(_export_notebook)  # `wb.export_notebook(path)`
-    set_task_display(_task_line)  # a `wb.start` handle: one status line, updated in place
-    set_chat_view(_chat_view)  # `wb.chat` in a kernel: the turn streams into the cell
+    return Presenters(
+        chat_view=_chat_view,  # `wb.chat` in a kernel: the turn streams into the cell
+        asker=_awaited_asker,  # `await wb.acall(...)` in a kernel asks with a widget form
+        app_framer=_app_frame,  # a displayed result with an MCP App shows the app's frame
+        exporter=_export_notebook,  # `wb.export_notebook(path)`
+        task_display=_task_line,  # a `wb.start` handle: one status line, updated in place
+    )
 
 
 def _task_line(handle: TaskHandle) -> None:

@@ -1,7 +1,7 @@
 """The chat in a notebook: `%%chat [TOOLBOX] [--model M]`, `%chat reset`, and a turn streaming into the cell.
 
-`LiveChatView` is the `ChatView` the notebook registers (`install()`): in a kernel each turn shows
-in the output of the cell that asked, as it runs: the model's text as Markdown, updated in place as it
+`LiveChatView` is the `ChatView` of the notebook's presenters (`notebook.presenters()`): in a kernel each
+turn shows in the output of the cell that asked, as it runs: the model's text as Markdown, updated in place as it
 streams; each tool call's line (identifier, arguments, then how it went) and below it its result,
 displayed as any result is (tables, images, MCP App views) but for its JSON tree (JupyterLab would
 show that rather than the table); then the usage and cost line. Its
@@ -163,7 +163,7 @@ def register_formatter(shell: Any) -> None:
 
 
 def chat_view() -> LiveChatView | None:
-    """The view of a turn (`set_chat_view`): in a kernel, the cell's output; elsewhere none."""
+    """The view of a turn (`Presenters.chat_view`): in a kernel, the cell's output; elsewhere none."""
     shell = _shell()
     if not _in_kernel(shell):
         return None

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from workbench_magic.notebook import install
 from workbench_magic.notebook.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.notebook.completion import MagicCompleter, make_matcher
 from workbench_magic.notebook.subcommands import SUBCOMMANDS, MagicParser, help_text, split_line
@@ -427,7 +426,6 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     """`%load_ext workbench_magic`: register the magics, the settings, completion, short errors."""
     if id(ipython) in _STATE:
         return
-    install()
     magics = WorkbenchMagics(ipython)
     ipython.register_magics(magics)
     from workbench_magic.notebook.chat import ChatMagics

@@ -295,7 +295,7 @@ def _paragraphs(text: str) -> str:
 
 
 class ChatView(Protocol):
-    """Where a chat turn shows while it runs (the notebook registers one: `set_chat_view`).
+    """Where a chat turn shows while it runs (a workbench's `Presenters.chat_view` makes one).
 
     Every method runs on the thread that made the chat (the kernel's, in a notebook), in order.
     """
