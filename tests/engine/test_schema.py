@@ -15,6 +15,7 @@ from conftest import PYTHON, SERVERS
 
 from workbench_magic import ArgumentError
 from workbench_magic.engine import schema
+from workbench_magic.engine.sdk.session import output_validator_cache
 from workbench_magic.vocabulary.listings import ToolInfo
 
 NESTED = {
@@ -115,14 +116,14 @@ def test_primed_output_validators_still_check_results(monkeypatch: pytest.Monkey
             schemas = {t.name: t.output_schema for t in listed.tools if t.output_schema}
             assert "add" in schemas
             schema.prime_output_validators(client.session, schemas)
-            assert set(schemas) <= set(client.session._tool_output_validators)  # filled, not compiled later
+            assert set(schemas) <= set(output_validator_cache(client.session) or {})  # filled, not compiled later
             good = await client.call_tool("add", {"a": 1, "b": 2})
             assert good.structured_content == {"total": 3, "terms": [1, 2]}
             bad = types.CallToolResult(content=[], structured_content={"total": "three", "terms": []})
             with pytest.raises(RuntimeError, match="returned by tool add: 'three' is not of"):
                 await client.session.validate_tool_result("add", bad)
             # a result that fits is decided by jsonschema-rs; one that does not by jsonschema's own errors
-            primed = client.session._tool_output_validators["add"]
+            primed = (output_validator_cache(client.session) or {})["add"]
             assert isinstance(primed, schema.RsFirst)
             assert list(primed.iter_errors({"total": 3, "terms": [1, 2]})) == []
             assert [e.message for e in primed.iter_errors({"total": "three", "terms": []})] == [

@@ -455,7 +455,7 @@ def _slow_discover(server: MCPServer, ready_at: float) -> None:
     answer = lowlevel._handle_discover
 
     async def discover(ctx: Any, params: RequestParams) -> DiscoverResult:
-        await anyio.sleep(ready_at - time.monotonic())
+        await anyio.sleep(max(0.0, ready_at - time.monotonic()))  # past it already on a loaded machine
         return await answer(ctx, params)
 
     lowlevel.add_request_handler("server/discover", RequestParams, discover)

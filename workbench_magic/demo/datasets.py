@@ -53,6 +53,7 @@ from workbench_magic.demo import chart_app
 from workbench_magic.demo.drawing import bar_png, scatter_png
 from workbench_magic.demo.skills import SkillsFolder
 from workbench_magic.demo.tables import DESCRIPTIONS, Cell, ColumnType, DatasetError, Table, load
+from workbench_magic.engine.sdk.server import lowlevel_server
 
 INSTRUCTIONS = """\
 Small bundled tables for data exploration and teaching: penguins, weather and sales.
@@ -282,7 +283,7 @@ async def _set_level(ctx: ServerRequestContext[Any], params: types.SetLevelReque
 
 
 # The SDK's MCPServer has no decorator for logging/setLevel: register it on the low-level server.
-mcp._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_level)
+lowlevel_server(mcp).add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_level)
 
 
 # --------------------------------------------------------------------------- tools

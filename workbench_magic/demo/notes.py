@@ -38,6 +38,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from workbench_magic.engine.sdk.server import lowlevel_server, session_connection
+
 INSTRUCTIONS = """\
 An in-memory notes store for this session. add_note(title, body, tags) creates a note and
 returns it with its integer id; list_notes(tag), get_note(id), search_notes(query) and
@@ -160,8 +162,10 @@ async def notify_changed(ctx: Context, *uris: str) -> None:
 async def _subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
     """``resources/subscribe`` (2025-11-25): remember the connection until it closes."""
     # Each request has its own ServerSession; the connection behind it is what lives on (and
-    # unwinds its exit stack when it closes). The SDK has no public accessor for it yet.
-    connection: Connection = ctx.session._connection
+    # unwinds its exit stack when it closes).
+    connection: Connection | None = session_connection(ctx.session)
+    if connection is None:  # an SDK without it (tests/engine/sdk guards mcp's): nothing to remember
+        return types.EmptyResult()
     subscribers = SUBSCRIBERS.setdefault(str(params.uri), {})
     if id(connection) not in subscribers:
         subscribers[id(connection)] = connection
@@ -171,15 +175,15 @@ async def _subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequ
 
 async def _unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     """``resources/unsubscribe`` (2025-11-25)."""
-    SUBSCRIBERS.get(str(params.uri), {}).pop(id(ctx.session._connection), None)
+    SUBSCRIBERS.get(str(params.uri), {}).pop(id(session_connection(ctx.session)), None)
     return types.EmptyResult()
 
 
 # MCPServer has no decorators for these: register them on its low-level server. Serving
 # resources/subscribe is what declares `resources.subscribe` on the handshake era (on 2026-07-28 it
 # follows from subscriptions/listen, which MCPServer serves).
-mcp._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
-mcp._lowlevel_server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
+lowlevel_server(mcp).add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
+lowlevel_server(mcp).add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
 
 
 # --------------------------------------------------------------------------- tools

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlparse
 
 from workbench_magic.config.auth import AuthConfig, OAuthOptions
 from workbench_magic.engine.runtime import current_channel, opening_channel
+from workbench_magic.engine.sdk.auth import after_initialize, before_token_requests, token_request_provider
 from workbench_magic.vocabulary.errors import WorkbenchError
 
 logger = logging.getLogger("workbench_magic")
@@ -294,30 +295,17 @@ def _chosen_method(provider_class: type[Any], options: OAuthOptions) -> type[Any
     """`provider_class` whose pre-registered client authenticates at the token endpoint the way
     `token_endpoint_auth_method` chooses, once the authorization server's metadata is known."""
 
-    class Chosen(provider_class):  # type: ignore[misc, valid-type]
-        def _settle_method(self) -> None:
-            info = self.context.client_info
-            if (
-                info is None
-                or info.client_id != options.client_id
-                or info.token_endpoint_auth_method == "private_key_jwt"
-            ):
-                return
-            metadata = self.context.oauth_metadata
-            supported = metadata.token_endpoint_auth_methods_supported if metadata is not None else None
-            method = token_endpoint_auth_method(options.token_endpoint_auth_method, supported, bool(info.client_secret))
-            if method != info.token_endpoint_auth_method:
-                self.context.client_info = info.model_copy(update={"token_endpoint_auth_method": method})
+    def settle(provider: Any) -> None:
+        info = provider.context.client_info
+        if info is None or info.client_id != options.client_id or info.token_endpoint_auth_method == "private_key_jwt":
+            return
+        metadata = provider.context.oauth_metadata
+        supported = metadata.token_endpoint_auth_methods_supported if metadata is not None else None
+        method = token_endpoint_auth_method(options.token_endpoint_auth_method, supported, bool(info.client_secret))
+        if method != info.token_endpoint_auth_method:
+            provider.context.client_info = info.model_copy(update={"token_endpoint_auth_method": method})
 
-        async def _perform_authorization(self) -> Any:
-            self._settle_method()
-            return await super()._perform_authorization()
-
-        async def _refresh_token(self) -> Any:
-            self._settle_method()
-            return await super()._refresh_token()
-
-    return Chosen
+    return before_token_requests(provider_class, settle)
 
 
 def _scope(options: OAuthOptions) -> str | None:
@@ -376,14 +364,14 @@ def _authorization_code(
             )
         return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
-    class Provider(_chosen_method(OAuthClientProvider, options)):  # type: ignore[misc]
-        async def _initialize(self) -> None:
-            await super()._initialize()
-            # Stored tokens carry their remaining lifetime: track it so an expired access token is
-            # refreshed before use rather than sent and refused.
-            if self.context.current_tokens is not None and self.context.current_tokens.expires_in is not None:
-                self.context.update_token_expiry(self.context.current_tokens)
+    def track_expiry(provider: Any) -> None:
+        # Stored tokens carry their remaining lifetime: track it so an expired access token is
+        # refreshed before use rather than sent and refused.
+        tokens = provider.context.current_tokens
+        if tokens is not None and tokens.expires_in is not None:
+            provider.context.update_token_expiry(tokens)
 
+    Provider = after_initialize(_chosen_method(OAuthClientProvider, options), track_expiry)
     return Provider(
         server_url,
         metadata,
@@ -457,7 +445,6 @@ def _workload_identity(server_url: str, options: OAuthOptions, storage: FileToke
     """A workload signs in with the JWT its platform issued, as an RFC 7523 jwt-bearer grant (no client
     secret, no registration, no browser). A refused grant is an error: never retried as another grant."""
     import httpx2
-    from mcp.client.auth import OAuthClientProvider
     from mcp.client.auth.utils import issuers_match
     from mcp.shared.auth import JWT_BEARER_GRANT_TYPE, OAuthClientInformationFull, OAuthClientMetadata
 
@@ -469,27 +456,22 @@ def _workload_identity(server_url: str, options: OAuthOptions, storage: FileToke
         {**grant, "scope": _scope(options), "client_id": options.client_id or "workbench-magic"}
     )
 
-    class WorkloadIdentityProvider(OAuthClientProvider):
-        async def _initialize(self) -> None:
-            self.context.current_tokens = await self.context.storage.get_tokens()
-            self.context.client_info = fixed
-            self._initialized = True
+    def choose(advertised: list[str]) -> str:
+        named = [a for a in advertised if options.issuer and issuers_match(a, options.issuer)]
+        return (named or advertised)[0]
 
-        def _select_authorization_server(self, advertised: list[str]) -> str:
-            named = [a for a in advertised if options.issuer and issuers_match(a, options.issuer)]
-            return (named or advertised)[0]
+    def token_request(context: Any, token_endpoint: str) -> httpx2.Request:
+        data = {"grant_type": JWT_BEARER_GRANT_TYPE, "assertion": secret_text(token_source)}
+        if options.client_id:
+            data["client_id"] = options.client_id
+        if context.should_include_resource_param(context.protocol_version):
+            data["resource"] = context.get_resource_url()
+        if context.client_metadata.scope:
+            data["scope"] = context.client_metadata.scope
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        return httpx2.Request("POST", token_endpoint, data=data, headers=headers)
 
-        async def _perform_authorization(self) -> httpx2.Request:
-            data = {"grant_type": JWT_BEARER_GRANT_TYPE, "assertion": secret_text(token_source)}
-            if options.client_id:
-                data["client_id"] = options.client_id
-            if self.context.should_include_resource_param(self.context.protocol_version):
-                data["resource"] = self.context.get_resource_url()
-            if self.context.client_metadata.scope:
-                data["scope"] = self.context.client_metadata.scope
-            headers = {"Content-Type": "application/x-www-form-urlencoded"}
-            return httpx2.Request("POST", self._get_token_endpoint(), data=data, headers=headers)
-
+    WorkloadIdentityProvider = token_request_provider(fixed, choose, token_request)
     return WorkloadIdentityProvider(server_url, metadata, storage, None, None)
 
 

@@ -30,6 +30,7 @@ from workbench_magic.engine.listening import Listening, ListKind
 from workbench_magic.engine.relay import RELAY_SWITCH, Relay
 from workbench_magic.engine.requesting import InFlight, Requesting
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
+from workbench_magic.engine.sdk.session import build_session_hook
 from workbench_magic.engine.serverlog import StderrLog, install_parse_filter
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
 from workbench_magic.engine.tasks import ClientTasks
@@ -420,15 +421,9 @@ class Connection(Requesting, Listening):
     def _offer_client_tasks(self, client: Client) -> None:
         """Client-side tasks (tasks.py) for each session the client builds: the session's hooks
         are set before it starts."""
-        build = client._build_session
-        tasks = self.client_tasks = ClientTasks(sampling=self.sampling)
-
-        async def build_with_tasks(stack: Any) -> Any:
-            session = await build(stack)
-            tasks.install(session)
-            return session
-
-        client._build_session = build_with_tasks  # type: ignore[method-assign,assignment]
+        tasks = ClientTasks(sampling=self.sampling)
+        build_session_hook(client, tasks.install)
+        self.client_tasks = tasks
 
     def _client_options(self) -> dict[str, Any]:
         """Who we are and which client features we offer this server (its capabilities follow)."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from workbench_magic.engine.sdk.session import raw_sender
+
 if TYPE_CHECKING:
     from mcp.client.extension import ClientExtension
 
@@ -48,16 +50,9 @@ async def raw_request(
     capabilities, log level on 2026-07-28), `name` as its `Mcp-Name` header. Returns the raw
     result; an error answer raises the SDK's `MCPError`, as for any request (boundary.py maps it).
 
-    The session's stamp and dispatcher are private members (checked with mcp 2.3)."""
-    from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
-
-    data: dict[str, Any] = {"method": method, "params": dict(params or {})}
-    options: dict[str, Any] = {}
-    session._stamp(data, options)
-    if name is not None:
-        options.setdefault("headers", {}).setdefault(MCP_NAME_HEADER, encode_header_value(name))
-    result: dict[str, Any] = await session._dispatcher.send_raw_request(data["method"], data.get("params"), options)
-    return result
+    The session's stamp and dispatcher are private members (sdk/session.py)."""
+    send = raw_sender(session)
+    return await send({"method": method, "params": dict(params or {})}, name=name)
 
 
 def declared_extensions(capabilities: Any) -> tuple[str, ...]:

@@ -234,7 +234,7 @@ class _ServerThread(threading.Thread):
             self.errlog.flush()
 
     async def _serve(self) -> None:
-        from mcp.client._memory import InMemoryTransport  # the SDK's in-memory transport
+        from workbench_magic.engine.sdk.transports import in_memory_transport
 
         self.loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
@@ -243,7 +243,7 @@ class _ServerThread(threading.Thread):
         from_client_send, from_client = anyio.create_memory_object_stream[Any](math.inf)
         self._from_client_send = from_client_send
         self._settle(self.ready)
-        async with InMemoryTransport(server) as (read, write), anyio.create_task_group() as tg:
+        async with in_memory_transport(server) as (read, write), anyio.create_task_group() as tg:
 
             async def pump_in() -> None:
                 async with from_client:

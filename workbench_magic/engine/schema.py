@@ -18,6 +18,7 @@ import types
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from workbench_magic.engine.sdk.session import output_validator_cache
 from workbench_magic.vocabulary.errors import invalid_arguments
 from workbench_magic.vocabulary.listings import ToolInfo
 
@@ -196,8 +197,8 @@ def prime_output_validators(session: Any, schemas: dict[str, dict[str, Any]]) ->
     jsonschema-rs finds invalid is left to the SDK (which then reports it as before); an SDK
     without this cache is left alone.
     """
-    cache = getattr(session, "_tool_output_validators", None)
-    if not isinstance(cache, dict) or not schemas:
+    cache = output_validator_cache(session)
+    if cache is None or not schemas:
         return
     import jsonschema_rs
     from referencing import Registry

@@ -14,7 +14,7 @@ The MCP SDK (2.3) defines the task models but sends and answers none of the task
 - it has neither a capability option for client-side tasks nor a hook for a server's
   `tasks/*` requests, so `ClientTasks` wraps the session's capability builder and request
   handler before the session starts.
-These are the session's private members (checked with mcp 2.3); where they are missing, a task
+These are the session's private members (sdk/session.py, checked with mcp 2.3); where they are missing, a task
 call fails with one line and client-side tasks are not declared. The 2026-07-28 era moved tasks
 into an extension (SEP-2663), followed in extension_tasks.py when the server declares it.
 """
@@ -31,6 +31,13 @@ from typing import Any
 
 import anyio
 
+from workbench_magic.engine.sdk.session import (
+    capabilities_builder,
+    raw_sender,
+    request_handler,
+    set_capabilities_builder,
+    set_request_handler,
+)
 from workbench_magic.vocabulary.tasks import TERMINAL, TaskState, TaskStatus
 
 logger = logging.getLogger("workbench_magic")
@@ -164,19 +171,13 @@ async def _send_task_call(session: Any, name: str, arguments: Mapping[str, Any])
     from pydantic import TypeAdapter
 
     try:
-        from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
-
-        stamp, dispatcher = session._stamp, session._dispatcher
+        send = raw_sender(session)
     except (ImportError, AttributeError):
         raise TaskEnded("this version of the MCP SDK cannot send a task-augmented call") from None
     request = types.CallToolRequest(
         params=types.CallToolRequestParams(name=name, arguments=dict(arguments), task=types.TaskMetadata())
     )
-    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    options: dict[str, Any] = {}
-    stamp(data, options)
-    options.setdefault("headers", {}).setdefault(MCP_NAME_HEADER, encode_header_value(name))
-    raw = await dispatcher.send_raw_request(data["method"], data.get("params"), options)
+    raw = await send(request.model_dump(by_alias=True, mode="json", exclude_none=True), name=name)
     answer: TypeAdapter[Any] = TypeAdapter(types.CreateTaskResult | types.CallToolResult)
     return answer.validate_python(raw, by_name=False)
 
@@ -255,7 +256,7 @@ class ClientTasks:
 
     def install(self, session: Any) -> None:
         """Wrap the un-entered session's capability builder and request handler."""
-        build, answer = getattr(session, "_build_capabilities", None), getattr(session, "_on_request", None)
+        build, answer = capabilities_builder(session), request_handler(session)
         if build is None or answer is None:
             logger.debug("this MCP SDK has no session hooks: client-side tasks are not declared")
             return
@@ -278,10 +279,10 @@ class ClientTasks:
                 return {"tasks": [task.dump() for task in self._tasks.values()]}
             if method == "tasks/cancel":
                 return self._cancel(self._task(given))
-            return await answer(context, method, params)  # type: ignore[no-any-return]
+            return await answer(context, method, params)
 
-        session._build_capabilities = capabilities
-        session._on_request = on_request
+        set_capabilities_builder(session, capabilities)
+        set_request_handler(session, on_request)
 
     def _capability(self) -> Any:
         import mcp_types as types

@@ -28,6 +28,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 
 from workbench_magic.api.workbench import Workbench
 from workbench_magic.engine import schema
+from workbench_magic.engine.sdk.server import advertise_tools_changed, lowlevel_server, session_connection
 from workbench_magic.serve.forwarding import (
     ClientRoots,
     Forwarder,
@@ -134,15 +135,7 @@ class WorkbenchServer(MCPServer):
     def _advertise_list_changed(self) -> None:
         """Handshake-era clients only act on list_changed when `tools.listChanged` is advertised;
         MCPServer does not advertise it by itself (2026-07-28 clients subscribe instead)."""
-        from mcp.server import NotificationOptions
-
-        lowlevel = self.lowlevel
-        original = lowlevel.create_initialization_options
-
-        def with_list_changed(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
-            return original(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
-
-        lowlevel.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+        advertise_tools_changed(self.lowlevel)
 
     # ---- what clients see ---------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -173,7 +166,7 @@ class WorkbenchServer(MCPServer):
     @property
     def lowlevel(self) -> Any:
         """The SDK's low-level server that `MCPServer` runs (the SDK has no public name for it)."""
-        return self._lowlevel_server
+        return lowlevel_server(self)
 
     def lane_takes(self, name: str) -> bool:
         """Whether serve's fast lane may answer a call of `name` (lane.py): `use_tool` and registered tools."""
@@ -395,9 +388,8 @@ class WorkbenchServer(MCPServer):
         if not version or version >= "2026-07-28":
             return
         # The SDK hands each request its own ServerSession; the client connection behind it is
-        # what lives on (and its exit stack is unwound when it closes). The SDK has no public
-        # accessor for it yet.
-        connection = getattr(session, "_connection", None)
+        # what lives on (and its exit stack is unwound when it closes).
+        connection = session_connection(session)
         stack = getattr(connection, "exit_stack", None)
         if connection is None or stack is None or id(connection) in self._legacy:
             return
