@@ -173,7 +173,7 @@ def test_usage_and_a_cost_only_where_the_model_is_priced(wb: Workbench) -> None:
     assert isinstance(priced.cost, Decimal) and priced.cost > 0
     # the price genai-prices gives the turn's two responses
     responses: list[ModelResponse] = []
-    for message in wb._chat_conversation.messages:
+    for message in wb._chat.conversation().messages:
         if isinstance(message, ModelResponse):
             responses.append(message)
     expected = sum((calc_price(r.usage, "gpt-4o").total_price for r in responses[-2:]), Decimal(0))
@@ -563,7 +563,7 @@ def test_after_interrupting_a_turn_whose_model_hangs_the_next_turn_does_not_wait
         turn = wb.chat("again", model=Script(["Here."]).model())
         assert turn.text == "Here."
         assert not returned.is_set()  # the next turn ran while the interrupted one's model still hung
-        assert len(wb._chat_conversation.messages) == 2  # only the new turn: the abandoned one left nothing
+        assert len(wb._chat.conversation().messages) == 2  # only the new turn: the abandoned one left nothing
     finally:
         guard.cancel()
         release.set()

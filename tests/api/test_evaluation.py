@@ -368,10 +368,10 @@ def test_cases_named_alike_get_unique_names(wb: Workbench) -> None:
 def test_an_evaluation_leaves_the_chat_conversation_alone(wb: Workbench) -> None:
     plans = Plans(three_cases)
     wb.chat(DATASETS, model=plans.model())
-    before = wb._conversation().messages
+    before = wb._chat.conversation().messages
     assert len(before) == 4
     wb.evaluate(CASES[:1], model=plans.model(), runs=2)
-    assert wb._conversation().messages is before
+    assert wb._chat.conversation().messages is before
     assert all(len(messages) == 1 for messages in plans.first_requests)  # no run saw the chat's messages
 
 

@@ -20,27 +20,62 @@ goes on with it, else `chat_model`. `wb.chat_reset()` starts over, and forgets t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
-from workbench_magic.api.facade import Facade
 from workbench_magic.vocabulary.chat import ChatToolCall, ChatTurn, ChatUsage, ChatView, checked_prompt
 from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
     from workbench_magic.api.chat_agent import Conversation
-    from workbench_magic.api.toolsets import ToolsetMethods
+    from workbench_magic.api.context import Context
+    from workbench_magic.api.toolsets import Toolsets
+    from workbench_magic.vocabulary.skills import Skill
 
-__all__ = ["ChatMethods", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView"]
+__all__ = ["Chat", "ChatToolCall", "ChatTurn", "ChatUsage", "ChatView", "TurnSettings"]
 
 
 # ---- the workbench's part ---------------------------------------------------------------------
-class ChatMethods(Facade):
-    """`Workbench`'s chat with a model over a toolbox: `chat`, `chat_reset`."""
+@dataclass(frozen=True)
+class TurnSettings:
+    """What a model's turns (a chat's, an evaluation's runs) read of the workbench, at each turn.
 
-    confirm_destructive: bool  # traits of `Workbench`
-    tool_retries: int
+    Attributes:
+        resolve: the model that answers, as `resolve_model` gives it for the workbench.
+        confirm_destructive: the workbench's `confirm_destructive`.
+        tool_retries: the workbench's `tool_retries`.
+    """
+
+    resolve: Callable[[Any], Any]
+    confirm_destructive: Callable[[], bool]
+    tool_retries: Callable[[], int]
+
+
+class Chat:
+    """A workbench's chat with a model over a toolbox: `chat`, `chat_reset`.
+
+    Args:
+        context: the workbench's shared context.
+        toolsets: the workbench's toolsets (a turn's tools are `toolset(toolbox)`'s).
+        skills_named: reads the skills a turn is given (`ServerFeatures.skills_named`).
+        settings: what a turn reads of the workbench.
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        toolsets: Toolsets,
+        skills_named: Callable[..., tuple[Skill, ...]],
+        settings: TurnSettings,
+    ) -> None:
+        self._context = context
+        self._toolsets = toolsets
+        self._skills_named = skills_named
+        self.settings = settings
+        self._conversation: Conversation | None = None
+        """The conversation so far: the loop's (a turn reads it and replaces its messages when it ends)."""
 
     def chat(
         self,
@@ -96,42 +131,40 @@ class ChatMethods(Facade):
             wb.chat("Clean data.csv", skills="dev/docs/csv-cleaning")  # the model follows the skill
             ```
         """
-        from workbench_magic.api.models import resolve_model
-
         prompt = checked_prompt(prompt, "wb.chat")
-        target = toolbox if toolbox is not None else self._chat_toolbox()
-        conversation, kept = self._loop.run_sync(self._conversation_and_model)
-        resolved = resolve_model(self, model if model is not None else kept)
-        read = self._server.skills_named(skills)
+        target = toolbox if toolbox is not None else self.default_toolbox()
+        conversation, kept = self._context.loop.run_sync(self._conversation_and_model)
+        resolved = self.settings.resolve(model if model is not None else kept)
+        read = self._skills_named(skills)
         from workbench_magic.api.chat_agent import Turn
 
         channel = waiting_channel()
+        toolsets = self._toolsets
         turn = Turn(
-            cast("ToolsetMethods", self),
+            lambda **hooks: toolsets.toolset(target, **hooks),
             prompt,
             target,
             resolved,
             channel,
-            view=self.presenters.view_of_turn(),
-            confirm=self.confirm_destructive,
+            view=self._context.presenters.view_of_turn(),
+            confirm=self.settings.confirm_destructive(),
             skills=read,
-            tool_retries=self.tool_retries,
+            tool_retries=self.settings.tool_retries(),
         )
-        return self._run(turn.run(conversation, model=model), channel)  # type: ignore[no-any-return]
+        return self._context.run(turn.run(conversation, model=model), channel)  # type: ignore[no-any-return]
 
     def chat_reset(self) -> None:
         """Start the chat over: the next `chat` sends none of the conversation so far, and forgets its model."""
 
         def reset() -> None:
-            conversation: Conversation | None = getattr(self, "_chat_conversation", None)
-            if conversation is not None:  # none yet: nothing to forget
-                conversation.reset()
+            if self._conversation is not None:  # none yet: nothing to forget
+                self._conversation.reset()
 
-        self._loop.run_sync(reset)
+        self._context.loop.run_sync(reset)
 
-    def _conversation(self) -> Conversation:
+    def conversation(self) -> Conversation:
         """The workbench's conversation (made on first use; the loop uses it)."""
-        return self._loop.run_sync(self._made_conversation)
+        return self._context.loop.run_sync(self._made_conversation)
 
     def _conversation_and_model(self) -> tuple[Conversation, Any]:
         """The workbench's conversation (made on first use) and the model it keeps, on the loop."""
@@ -139,17 +172,15 @@ class ChatMethods(Facade):
         return conversation, conversation.model
 
     def _made_conversation(self) -> Conversation:
-        conversation: Conversation | None = getattr(self, "_chat_conversation", None)
-        if conversation is None:
+        if self._conversation is None:
             from workbench_magic.api.chat_agent import Conversation
 
-            conversation = Conversation()
-            self._chat_conversation = conversation
-        return conversation
+            self._conversation = Conversation()
+        return self._conversation
 
-    def _chat_toolbox(self) -> str:
+    def default_toolbox(self) -> str:
         """The toolbox a chat uses when none is named: the one opened last."""
-        opened = [name for name, box in self._core.state.items() if box.open]
+        opened = [name for name, box in self._context.core.state.items() if box.open]
         if not opened:
             raise UsageError(
                 "No toolbox is open to chat with: open one (wb.open('demo'), %workbench open demo) "

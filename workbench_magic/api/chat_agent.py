@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_ai.usage import RunUsage
 
-    from workbench_magic.api.toolsets import ToolsetMethods
     from workbench_magic.engine.runtime import Channel
     from workbench_magic.vocabulary.chat import ChatView
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -157,7 +156,8 @@ class Turn:
     """One chat turn: made on the chat's thread, `run` on the workbench loop.
 
     Args:
-        workbench: the workbench (its `toolset`).
+        toolset: makes the toolset of `target` with the turn's hooks (`toolset(before_call=..., on_call=...)`:
+            `Toolsets.toolset`'s, or one selection's, made before the runs of an evaluation).
         prompt: what the person asked.
         target: the toolbox (or `toolbox/server`) whose tools the model may call.
         model: the model (as `resolve_model` gave it).
@@ -171,7 +171,7 @@ class Turn:
 
     def __init__(
         self,
-        workbench: ToolsetMethods,
+        toolset: Callable[..., AbstractToolset[Any]],
         prompt: str,
         target: str,
         model: Model,
@@ -189,8 +189,7 @@ class Turn:
         self._channel = channel
         self._view = view
         self._confirm = confirm
-        toolset = workbench.toolset(target, before_call=self._before_call, on_call=self._on_call)
-        self._toolset = _ChatToolset(toolset, turn=self)
+        self._toolset = _ChatToolset(toolset(before_call=self._before_call, on_call=self._on_call), turn=self)
         self._parts: list[str | ChatToolCall] = []
 
     # ---- the run (on the loop) ----------------------------------------------------------------

@@ -19,9 +19,8 @@ import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
-from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_target
 from workbench_magic.vocabulary.context_cost import (
     ESTIMATE,
@@ -43,8 +42,9 @@ from workbench_magic.vocabulary.served import (
 if TYPE_CHECKING:
     from workbench_magic.api.framework_tools import ToolSelection
     from workbench_magic.api.toolboxes import OpenedToolbox
+    from workbench_magic.api.toolsets import Toolsets
 
-__all__ = ["ANTHROPIC_COUNT_MODEL", "OPENAI_COUNT_MODEL", "ContextCostMethods", "TokenCounter", "choose_counter"]
+__all__ = ["ANTHROPIC_COUNT_MODEL", "OPENAI_COUNT_MODEL", "ContextCosts", "TokenCounter", "choose_counter"]
 
 ANTHROPIC_COUNT_MODEL = "claude-sonnet-4-5"
 """The model whose tokenizer counts when Anthropic counts and `chat_model` names no Anthropic model."""
@@ -202,16 +202,6 @@ def _counter(tokens: TokensOption, model: str | None) -> tuple[TokenCounter, boo
     raise UsageError(f"tokens must be None (chosen), 'estimate' or a function of a text, not {tokens!r}")
 
 
-class _Host(Protocol):
-    """What `context_cost` needs of its workbench."""
-
-    chat_model: Any
-
-    def opened(self, name: str) -> OpenedToolbox[Any]: ...
-
-    def _tool_selection(self, target: Any, prefix: bool) -> ToolSelection: ...
-
-
 def _parts(box: OpenedToolbox[Any], selection: ToolSelection) -> dict[str, tuple[ContextPart, ...]]:
     """What a model reads in each mode."""
     flat = selection.tools()
@@ -245,8 +235,21 @@ def _check_toolbox(toolbox: object) -> None:
         raise UsageError(f"wb.context_cost takes a toolbox, not {toolbox!r}: try wb.context_cost({named!r})")
 
 
-class ContextCostMethods(Facade):
-    """`Workbench`'s measure of a toolbox's cost in a model's context: `context_cost`."""
+class ContextCosts:
+    """A workbench's measure of a toolbox's cost in a model's context: `context_cost`.
+
+    Args:
+        toolsets: the workbench's toolsets (what `flat` lists is `wb.toolset`'s selection).
+        opened: the view of an open toolbox (`Workbench.opened`).
+        chat_model: the workbench's `chat_model`, read at each measure (a name picks the counter).
+    """
+
+    def __init__(
+        self, toolsets: Toolsets, opened: Callable[[str], OpenedToolbox[Any]], chat_model: Callable[[], Any]
+    ) -> None:
+        self._toolsets = toolsets
+        self._opened = opened
+        self._chat_model = chat_model
 
     def context_cost(self, toolbox: str, *, tokens: TokensOption = None) -> ContextCost:
         """What a model reads before it can call one tool of `toolbox`: flat, and in serve's proxy and dynamic modes.
@@ -286,13 +289,13 @@ class ContextCostMethods(Facade):
             ```
         """
         _check_toolbox(toolbox)
-        host = cast("_Host", self)
-        model = host.chat_model if isinstance(host.chat_model, str) else None
+        chat_model = self._chat_model()
+        model = chat_model if isinstance(chat_model, str) else None
         counter, chosen = _counter(tokens, model)
         # opened only if it is not open: an open toolbox is measured as it is (a reopen would
         # retry its failed servers, and the explorer's Models tab, told of that, measured again)
-        selection = host._tool_selection(toolbox, True)
-        parts = _parts(host.opened(toolbox), selection)
+        selection = self._toolsets.selection(toolbox, True)
+        parts = _parts(self._opened(toolbox), selection)
         try:
             rows = _counted(parts, counter)
         except Exception as exc:

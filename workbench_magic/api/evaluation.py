@@ -29,28 +29,39 @@ when one is set, else it is declined.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.evaluation_cases import EvalFile, case_specs, check_expected_tools, read_cases
 from workbench_magic.api.extras import require_extra
-from workbench_magic.api.facade import Facade
 from workbench_magic.vocabulary.errors import UsageError, raise_alone
 from workbench_magic.vocabulary.evaluations import EvalCase, EvalReport, EvalRun
 
 if TYPE_CHECKING:
-    from workbench_magic.api.chat import ChatMethods
-    from workbench_magic.api.toolsets import ToolsetMethods
+    from workbench_magic.api.chat import Chat
+    from workbench_magic.api.context import Context
+    from workbench_magic.api.framework_tools import Caller
+    from workbench_magic.api.toolsets import Toolsets
 
-__all__ = ["EvalCase", "EvalFile", "EvalReport", "EvalRun", "EvaluationMethods", "read_cases"]
+__all__ = ["EvalCase", "EvalFile", "EvalReport", "EvalRun", "Evaluations", "read_cases"]
 
 
 # ---- the workbench's part ---------------------------------------------------------------------
-class EvaluationMethods(Facade):
-    """`Workbench`'s evaluations of a model over a toolbox: `evaluate`."""
+class Evaluations:
+    """A workbench's evaluations of a model over a toolbox: `evaluate`, `last_evaluation`.
 
-    confirm_destructive: bool  # traits of `Workbench`
-    tool_retries: int
-    _last_evaluation: EvalReport | None = None
+    Args:
+        context: the workbench's shared context.
+        toolsets: the workbench's toolsets (the runs' tools, and the check of the expected ones).
+        chat: the workbench's chat (the toolbox a chat uses when none is named; what its turns read).
+        caller: what the runs' tools are called through (the workbench's `acall`).
+    """
+
+    def __init__(self, context: Context, toolsets: Toolsets, chat: Chat, caller: Caller) -> None:
+        self._context = context
+        self._toolsets = toolsets
+        self._chat = chat
+        self._caller = caller
+        self._last_evaluation: EvalReport | None = None
 
     @property
     def last_evaluation(self) -> EvalReport | None:
@@ -118,15 +129,22 @@ class EvaluationMethods(Facade):
         require_extra("pydantic_ai", extra="pydantic-ai", feature="wb.evaluate")
         require_extra("pydantic_evals", extra="pydantic-ai", feature="wb.evaluate")
         from workbench_magic.api.evaluation_run import Evaluation
-        from workbench_magic.api.models import resolve_model
 
-        chat = cast("ChatMethods", self)
-        target = toolbox if toolbox is not None else chat._chat_toolbox()
-        resolved = resolve_model(self, model)
+        target = toolbox if toolbox is not None else self._chat.default_toolbox()
+        settings = self._chat.settings
+        resolved = settings.resolve(model)
         # an unknown tool would fail every run of its case: said once, before any runs
-        check_expected_tools(specs, target, lambda tool: cast("ToolsetMethods", self)._tool_selection([tool], True))
+        check_expected_tools(specs, target, lambda tool: self._toolsets.selection([tool], True))
         evaluation = Evaluation(
-            self, specs, target, resolved, runs=runs, confirm=self.confirm_destructive, tool_retries=self.tool_retries
+            self._context,
+            self._toolsets,
+            self._caller,
+            specs,
+            target,
+            resolved,
+            runs=runs,
+            confirm=settings.confirm_destructive(),
+            tool_retries=settings.tool_retries(),
         )
         report = evaluation.run()
         self._last_evaluation = report  # what the explorer shows as the last evaluation

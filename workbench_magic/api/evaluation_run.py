@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
     from pydantic_ai.toolsets import AbstractToolset
 
+    from workbench_magic.api.context import Context
     from workbench_magic.api.evaluation_cases import CaseSpec
-    from workbench_magic.api.facade import Facade
-    from workbench_magic.api.framework_tools import BeforeCall, Caller, OnCall, ToolSelection
-    from workbench_magic.api.toolsets import ToolsetMethods
+    from workbench_magic.api.framework_tools import BeforeCall, Caller, OnCall
+    from workbench_magic.api.toolsets import Toolsets
 
 __all__ = ["Evaluation", "ExpectArguments", "ExpectText", "ExpectTools"]
 
@@ -179,20 +179,6 @@ class _RunLifecycle(CaseLifecycle[str, str, Any]):
             self._slots[result.name] = self._own
 
 
-class _Toolsets:
-    """What a `Turn` asks of the workbench (its `toolset`), from one selection made before the runs:
-    the runs start on the loop, where the workbench's own `toolset` cannot run."""
-
-    def __init__(self, caller: Caller, selection: ToolSelection) -> None:
-        self._caller = caller
-        self._selection = selection
-
-    def toolset(
-        self, target: Any, *, before_call: BeforeCall | None = None, on_call: OnCall | None = None
-    ) -> AbstractToolset[Any]:
-        return WorkbenchToolset(self._caller, self._selection, before_call=before_call, on_call=on_call)
-
-
 def _run_number(name: str, source: str | None) -> int:
     """The run's number in pydantic-evals' name of a repeated case (`NAME [k/n]`); 1 when not repeated."""
     if source is None:
@@ -215,7 +201,9 @@ class Evaluation:
     """The evaluation `wb.evaluate` runs: made on the caller's thread, `run` waits for it.
 
     Args:
-        workbench: the workbench (its toolset selection, its loop).
+        context: the workbench's shared context (its loop).
+        toolsets: the workbench's toolsets (the selection of `target`).
+        caller: what the runs' tools are called through (the workbench's `acall`).
         specs: the cases.
         target: the toolbox (or `toolbox/server`) offered.
         model: the model, as `resolve_model` gave it.
@@ -226,7 +214,9 @@ class Evaluation:
 
     def __init__(
         self,
-        workbench: Facade,
+        context: Context,
+        toolsets: Toolsets,
+        caller: Caller,
         specs: list[CaseSpec],
         target: str,
         model: Model,
@@ -235,7 +225,7 @@ class Evaluation:
         confirm: bool,
         tool_retries: int = 3,
     ) -> None:
-        self._workbench = workbench
+        self._context = context
         self._tool_retries = tool_retries
         self._specs = specs
         self._target = target
@@ -243,16 +233,20 @@ class Evaluation:
         self._runs = runs
         self._confirm = confirm
         self._slots: dict[str, _Slot] = {}
-        toolsets = cast("ToolsetMethods", workbench)
-        selection = toolsets._tool_selection(target, True)  # opens the toolbox, on this thread
-        self._toolsets = _Toolsets(cast("Caller", workbench), selection)
+        # one selection made before the runs: they start on the loop, where `Toolsets.toolset` cannot run
+        selection = toolsets.selection(target, True)  # opens the toolbox, on this thread
+
+        def toolset(before_call: BeforeCall | None = None, on_call: OnCall | None = None) -> AbstractToolset[Any]:
+            return WorkbenchToolset(caller, selection, before_call=before_call, on_call=on_call)
+
+        self._toolset = toolset
         # nobody to ask: a destructive tool is refused, a server's question declined (or its handler answers)
         self._channel = QueueChannel()
 
     def run(self) -> EvalReport:
         """Run every case `runs` times (Ctrl-C stops the evaluation); the report."""
         dataset = Dataset[str, str, Any](name=f"wb.evaluate {self._target}", cases=[self._case(s) for s in self._specs])
-        report = self._workbench._run(self._evaluate(dataset), self._channel)
+        report = self._context.run(self._evaluate(dataset), self._channel)
         return self._report(report)
 
     def _case(self, spec: CaseSpec) -> Case[str, str, Any]:
@@ -288,7 +282,7 @@ class Evaluation:
         slot = _slot.get() or _Slot()
         started = time.perf_counter()
         turn = Turn(
-            cast("ToolsetMethods", self._toolsets),
+            self._toolset,
             prompt,
             self._target,
             self._model,

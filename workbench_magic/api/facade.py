@@ -1,9 +1,10 @@
 """The common base of the parts of `Workbench` still mixed into it (calling.py, records.py, ...).
 
-`Workbench` is moving to collaborators it holds (server_features.py, client_features.py: each
-public name a delegation, api/delegation.py), all sharing one `Context` (context.py). Until the
-last part has moved, `Facade` names what the mixed-in parts use of it: the context, and the loop,
-core and deck it holds.
+`Workbench` is moving to collaborators it holds (server_features.py, client_features.py,
+toolsets.py, chat.py, evaluation.py, portability.py, context_cost.py: each public name a
+delegation, api/delegation.py), all sharing one `Context` (context.py). Until the last part has
+moved (calls and records), `Facade` names what the mixed-in parts use of it: the context, and the
+loop, core and deck it holds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from workbench_magic.api.context import Context
     from workbench_magic.api.presenting import Presenters
-    from workbench_magic.api.server_features import ServerFeatures
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.cassette_deck import CassetteDeck
     from workbench_magic.engine.core import Core
@@ -27,7 +27,6 @@ class Facade:
     _loop: LoopThread
     _core: Core
     _deck: CassetteDeck
-    _server: ServerFeatures
     render_apps: bool  # a trait of `Workbench`
 
     @property

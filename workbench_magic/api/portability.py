@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.extras import require_extra
-from workbench_magic.api.facade import Facade
 from workbench_magic.vocabulary.errors import MissingExtraError, UsageError
 from workbench_magic.vocabulary.portability import PROVIDERS, Rule, Verdict, judge
 from workbench_magic.vocabulary.schema_report import SchemaReport
 
 if TYPE_CHECKING:
-    from workbench_magic.api.toolsets import ToolsetMethods
+    from workbench_magic.api.toolsets import Toolsets
 
-__all__ = ["PortabilityMethods", "check_schemas"]
+__all__ = ["Portability", "check_schemas"]
 
 #: The cross-checks' rules: pydantic-ai's transformers, named as the reason's source.
 _PYDANTIC_AI_OPENAI = Rule(
@@ -52,8 +51,15 @@ _PYDANTIC_AI_GEMINI = Rule(
 Check = Callable[[Verdict, Mapping[str, Any] | None], Verdict]
 
 
-class PortabilityMethods(Facade):
-    """`Workbench.check_schemas`: the schema report of a toolbox, a server, or a list of tools."""
+class Portability:
+    """`Workbench.check_schemas`: the schema report of a toolbox, a server, or a list of tools.
+
+    Args:
+        toolsets: the workbench's toolsets (what a target selects, its toolboxes opened).
+    """
+
+    def __init__(self, toolsets: Toolsets) -> None:
+        self._toolsets = toolsets
 
     def check_schemas(self, target: Any, providers: Sequence[str] | str = PROVIDERS) -> SchemaReport:
         """Whether each provider accepts each tool's input schema: a table of tool by provider.
@@ -89,7 +95,7 @@ class PortabilityMethods(Facade):
             ```
         """
         chosen = _providers(providers)
-        selection = cast("ToolsetMethods", self)._tool_selection(target, True)
+        selection = self._toolsets.selection(target, True)
         tools = [(str(tool.identifier), tool.info.input_schema) for tool in selection.tools()]
         return check_schemas(tools, chosen, target=selection.label)
 

@@ -12,11 +12,10 @@ the workbench keeps serves every call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.extras import require_extra
-from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import names_one, parse_identifier, parse_target
 from workbench_magic.vocabulary.errors import (
     ConnectError,
@@ -31,16 +30,29 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
     from pydantic_ai.toolsets import AbstractToolset
 
+    from workbench_magic.api.context import Context
     from workbench_magic.api.framework_tools import BeforeCall, Caller, OnCall, ToolSelection
     from workbench_magic.config.models import WorkbenchConfig
     from workbench_magic.engine.core import Core
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
+    from workbench_magic.vocabulary.skills import Skill
 
-__all__ = ["ToolsetMethods"]
+__all__ = ["Toolsets"]
 
 
-class ToolsetMethods(Facade):
-    """`Workbench`'s toolsets for agent frameworks: pydantic-ai, LangChain, the OpenAI Agents SDK."""
+class Toolsets:
+    """A workbench's toolsets for agent frameworks: pydantic-ai, LangChain, the OpenAI Agents SDK.
+
+    Args:
+        context: the workbench's shared context.
+        caller: what the adapters call tools through (the workbench's `acall` and `call`).
+        skills_named: reads the skills a toolset is given (`ServerFeatures.skills_named`).
+    """
+
+    def __init__(self, context: Context, caller: Caller, skills_named: Callable[..., tuple[Skill, ...]]) -> None:
+        self._context = context
+        self._caller = caller
+        self._skills_named = skills_named
 
     def toolset(
         self,
@@ -101,9 +113,9 @@ class ToolsetMethods(Facade):
         require_extra("pydantic_ai", extra="pydantic-ai", feature="wb.toolset")
         from workbench_magic.api.toolset_pydantic_ai import WorkbenchToolset
 
-        read = self._server.skills_named(skills)
-        selection = self._tool_selection(target, prefix)
-        return WorkbenchToolset(cast("Caller", self), selection, before_call=before_call, on_call=on_call, skills=read)
+        read = self._skills_named(skills)
+        selection = self.selection(target, prefix)
+        return WorkbenchToolset(self._caller, selection, before_call=before_call, on_call=on_call, skills=read)
 
     def langchain_tools(self, target: Any, *, prefix: bool = True) -> list[BaseTool]:
         """LangChain tools of a toolbox, a server, or a list of tools; every call goes through the workbench.
@@ -143,7 +155,7 @@ class ToolsetMethods(Facade):
         require_extra("langchain_core", extra="langchain", feature="wb.langchain_tools")
         from workbench_magic.api.toolset_langchain import langchain_tools
 
-        return langchain_tools(cast("Caller", self), self._tool_selection(target, prefix).tools())
+        return langchain_tools(self._caller, self.selection(target, prefix).tools())
 
     def openai_agents_tools(self, target: Any, *, prefix: bool = True) -> list[FunctionTool]:
         """OpenAI Agents SDK tools of a toolbox, a server, or a list of tools; every call is `wb.acall`.
@@ -182,16 +194,16 @@ class ToolsetMethods(Facade):
         require_extra("agents", extra="openai-agents", feature="wb.openai_agents_tools")
         from workbench_magic.api.toolset_openai_agents import openai_agents_tools
 
-        return openai_agents_tools(cast("Caller", self), self._tool_selection(target, prefix).tools())
+        return openai_agents_tools(self._caller, self.selection(target, prefix).tools())
 
     # ---- the selection ----------------------------------------------------------------------
-    def _tool_selection(self, target: Any, prefix: bool) -> ToolSelection:
+    def selection(self, target: Any, prefix: bool) -> ToolSelection:
         """What `target` selects, its toolboxes opened (and each named tool looked up) as `wb.call` would."""
         # imported here: `from workbench_magic import Workbench` stays cheap until a toolset is made
         from workbench_magic.api.framework_tools import ToolSelection
 
-        settings = self.settings
-        core = self._core
+        settings = self._context.settings
+        core = self._context.core
         if target is None:
             label = "*"
             places: tuple[tuple[str, str | None], ...] = tuple(
@@ -202,13 +214,13 @@ class ToolsetMethods(Facade):
             toolbox, server = parse_target(target)
             if toolbox is None:
                 raise UsageError("Name a toolbox, toolbox/server, or a list of tools")
-            self._run(_opened(core, settings, toolbox, server))
+            self._context.run(_opened(core, settings, toolbox, server))
             return ToolSelection(core, ((toolbox, server),), None, prefix, target.strip())
         items = list(target) if isinstance(target, list | tuple) else [target]
         identifiers = tuple(dict.fromkeys(parse_identifier(item) for item in items))
         if not identifiers:
             raise UsageError("Name a toolbox, toolbox/server, or a list of tools (the list is empty)")
-        self._run(_looked_up(core, settings, identifiers))
+        self._context.run(_looked_up(core, settings, identifiers))
         places = tuple(dict.fromkeys((i.toolbox, i.server) for i in identifiers))
         label = ",".join(str(i) for i in identifiers)
         return ToolSelection(core, places, identifiers, prefix, label)

@@ -26,15 +26,15 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default, obser
 from traitlets.config import Config, Configurable
 
 from workbench_magic.api.calling import Calling
-from workbench_magic.api.chat import ChatMethods
+from workbench_magic.api.chat import Chat, TurnSettings
 from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.context import Context
-from workbench_magic.api.context_cost import ContextCostMethods
+from workbench_magic.api.context_cost import ContextCosts
 from workbench_magic.api.dask_map import PartitionSpec, map_dask, map_partition
 from workbench_magic.api.delegation import delegate, delegate_property
-from workbench_magic.api.evaluation import EvaluationMethods
+from workbench_magic.api.evaluation import Evaluations
 from workbench_magic.api.models import ModelOrName
-from workbench_magic.api.portability import PortabilityMethods
+from workbench_magic.api.portability import Portability
 from workbench_magic.api.records import Records
 from workbench_magic.api.server_features import (
     ServerFeatures,
@@ -43,7 +43,7 @@ from workbench_magic.api.server_features import (
     server_target,
 )
 from workbench_magic.api.toolboxes import OpenedToolbox
-from workbench_magic.api.toolsets import ToolsetMethods
+from workbench_magic.api.toolsets import Toolsets
 from workbench_magic.engine.cassette_deck import CassetteDeck
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import BoxState, Core, Options
@@ -104,11 +104,6 @@ class Workbench(
     Configurable,
     Calling,
     Records,
-    ToolsetMethods,
-    ChatMethods,
-    ContextCostMethods,
-    EvaluationMethods,
-    PortabilityMethods,
 ):
     """Toolboxes of MCP servers, opened on demand, called from Python.
 
@@ -240,6 +235,12 @@ class Workbench(
             model_sampler=self._model_sampler,
             roots=roots,
         )
+        self._toolsets = Toolsets(self._context, self, self._server.skills_named)
+        self._portability = Portability(self._toolsets)
+        turns = TurnSettings(self._resolve_model, lambda: self.confirm_destructive, lambda: self.tool_retries)
+        self._chat = Chat(self._context, self._toolsets, self._server.skills_named, turns)
+        self._evaluations = Evaluations(self._context, self._toolsets, self._chat, self)
+        self._context_costs = ContextCosts(self._toolsets, self.opened, lambda: self.chat_model)
         self._core.set_options(self._options())  # the loop has not seen this core yet
         if elicitation_handler is not None:
             self.elicitation_handler = elicitation_handler
@@ -259,6 +260,11 @@ class Workbench(
             self.sampling_handler = sampling_handler
         if record is not None:
             self.record(record)
+
+    def _resolve_model(self, model: Model | str | None) -> Model:
+        from workbench_magic.api.models import resolve_model
+
+        return resolve_model(self, model)
 
     def _model_sampler(self, model: Model | str) -> SamplingHandler:
         from workbench_magic.api.models import ModelSampler
@@ -430,6 +436,23 @@ class Workbench(
     set_roots_source = delegate(ClientFeatures.set_roots_source, to="_client")
     roots_source_changed = delegate(ClientFeatures.roots_source_changed, to="_client")
     logout = delegate(ClientFeatures.logout, to="_client")
+
+    # ---- toolsets for agent frameworks (toolsets.py) ------------------------------------------------
+    toolset = delegate(Toolsets.toolset, to="_toolsets")
+    langchain_tools = delegate(Toolsets.langchain_tools, to="_toolsets")
+    openai_agents_tools = delegate(Toolsets.openai_agents_tools, to="_toolsets")
+
+    # ---- models in the loop: chat and evaluations (chat.py, evaluation.py) ----------------------------
+    chat = delegate(Chat.chat, to="_chat")
+    chat_reset = delegate(Chat.chat_reset, to="_chat")
+    evaluate = delegate(Evaluations.evaluate, to="_evaluations")
+    last_evaluation = delegate_property(Evaluations.last_evaluation, to="_evaluations")
+
+    # ---- a toolbox's cost in a model's context (context_cost.py) --------------------------------------
+    context_cost = delegate(ContextCosts.context_cost, to="_context_costs")
+
+    # ---- whether models' providers accept the tools' schemas (portability.py) ------------------------
+    check_schemas = delegate(Portability.check_schemas, to="_portability")
 
     # ---- what servers offer beyond tools (server_features.py) ------------------------------
     resources = delegate(ServerFeatures.resources, to="_server")
