@@ -1,6 +1,7 @@
 """A griffe extension for the reference docs: `Workbench`'s delegated names (api/delegation.py).
 
-`name = delegate(Collaborator.name, to="_slot")` in a class body is, to static analysis, an attribute
+`name = delegate(Collaborator.name, to="_slot")` (or `staticmethod(Collaborator.name)`) in a class body is,
+to static analysis, an attribute
 without a docstring; at run time it is the collaborator's method. This extension makes each such
 attribute an alias of the collaborator's member, so the reference shows it under `Workbench` with its
 signature and docstring (mkdocs.yml lists it under mkdocstrings' `extensions`).
@@ -32,13 +33,14 @@ class Delegation(griffe.Extension):
 
 
 def _delegated(statement: ast.stmt) -> tuple[str, str, str] | None:
-    """`(name, Collaborator, member)` of `name = delegate(Collaborator.member, to=...)`, else None."""
+    """`(name, Collaborator, member)` of `name = delegate(Collaborator.member, to=...)` (or
+    `delegate_property`, `staticmethod`), else None."""
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return None
     (name,), call = statement.targets, statement.value
     if not (isinstance(name, ast.Name) and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
-    if call.func.id not in ("delegate", "delegate_property") or not call.args:
+    if call.func.id not in ("delegate", "delegate_property", "staticmethod") or not call.args:
         return None
     source = call.args[0]
     if not (isinstance(source, ast.Attribute) and isinstance(source.value, ast.Name)):

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.batches import run_batch
 from workbench_magic.api.dask_map import is_dask_frame
-from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, at_the_caller
@@ -25,6 +24,7 @@ from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppHost, HostWorkbench
+    from workbench_magic.api.context import Context
     from workbench_magic.engine.requesting import ProgressCallback
     from workbench_magic.engine.tasks import StatusCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
@@ -44,19 +44,38 @@ def _without_absent_nulls(tool: ToolInfo, arguments: dict[str, Any]) -> dict[str
     return leave_out_nulls(tool, arguments, lambda name: allows_null(tool.input_schema, name))
 
 
-class Calling(Facade):
-    """`Workbench`'s calls and started work."""
+class Calls:
+    """A workbench's calls and started work: `call`, `acall`, `submit`, `map`, `start`, `tasks`, `task`.
+
+    Args:
+        context: the workbench's shared context.
+        host: what an MCP App view calls back into (the workbench: its lookups, calls, reads, events).
+        render_apps: the workbench's `render_apps`, read at each call.
+        map_dask: `wb.map` over a Dask DataFrame (the workbench's: it makes workbenches on workers).
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        host: HostWorkbench,
+        *,
+        render_apps: Callable[[], bool],
+        map_dask: Callable[..., Any],
+    ) -> None:
+        self._context = context
+        self._host = host
+        self._render_apps = render_apps
+        self._map_dask = map_dask
 
     def _app_host(self) -> AppHost:
         from workbench_magic.api.apps import AppHost
 
-        # The whole `Workbench` is the host: its lookups, reads and events are in its other parts.
         context = self._context
 
         def frame(view: Any, bundle: dict[str, Any]) -> dict[str, Any]:
             return context.presenters.frame(view, bundle)  # read at display: presenters may change
 
-        return AppHost(cast("HostWorkbench", self), self._core, self._loop, frame)
+        return AppHost(self._host, context.core, context.loop, frame)
 
     @at_the_caller  # a user error or an interrupt shows the person's frames and the one line
     def call(
@@ -116,7 +135,7 @@ class Calling(Facade):
             ```
         """
         try:
-            return self._run(  # type: ignore[no-any-return]
+            return self._context.run(  # type: ignore[no-any-return]
                 self._acall(identifier, arguments, timeout, progress), waiting_channel(server_log)
             )
         except KeyboardInterrupt as exc:
@@ -148,7 +167,7 @@ class Calling(Facade):
         Returns:
             The call's future, settling with its `ToolResult` or its error.
         """
-        return self._loop.spawn(self._acall(identifier, arguments, timeout, progress), channel)
+        return self._context.loop.spawn(self._acall(identifier, arguments, timeout, progress), channel)
 
     async def acall(
         self,
@@ -182,10 +201,10 @@ class Calling(Facade):
             result = await wb.acall("demo/datasets/query", {"dataset": "penguins"})
             ```
         """
-        if channel is None and not self._loop.in_loop():
-            channel = LoopChannel(asyncio.get_running_loop(), asker=self.presenters.asker())
+        if channel is None and not self._context.loop.in_loop():
+            channel = LoopChannel(asyncio.get_running_loop(), asker=self._context.presenters.asker())
         try:
-            return await self._arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
+            return await self._context.arun(self._acall(identifier, arguments, timeout, progress), channel)  # type: ignore[no-any-return]
         except asyncio.CancelledError as exc:
             self._interrupted(exc, identifier, arguments)
             raise
@@ -261,32 +280,31 @@ class Calling(Facade):
         if is_dask_frame(rows):
             if checkpoint is not None:
                 raise UsageError("A checkpoint is for a map in this process; a Dask map keeps its rows in Dask")
-            mapper: Any = self
-            return mapper._map_dask(target, rows, concurrency=concurrency, timeout=timeout, client=client)
+            return self._map_dask(target, rows, concurrency=concurrency, timeout=timeout, client=client)
         return run_batch(
             self._acall,
-            self._run,
+            self._context.run,
             target,
             rows,
             concurrency=concurrency,
             timeout=timeout,
             progress=progress,
-            lookup=self._lookup,
+            lookup=self.lookup,
             checkpoint=checkpoint,
             key=key,
             retry_failed=retry_failed,
         )
 
-    async def _lookup(self, ident: ToolIdentifier) -> ToolInfo:
+    async def lookup(self, ident: ToolIdentifier) -> ToolInfo:
         """The tool as a call finds it: its toolbox opened, its server connected, then looked up."""
-        core, settings = self._core, self.settings
+        core, settings = self._context.core, self._context.settings
         conn = await core.connection_opening(ident.toolbox, ident.server, settings)
         await conn.ensure_connected()
         return core.tool(ident, settings)
 
     def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
         """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
-        if not self.render_apps:
+        if not self._render_apps():
             return
         from workbench_magic.api.apps import give_cancelled_view
 
@@ -310,21 +328,21 @@ class Calling(Facade):
         ident = parse_identifier(identifier)
         args, missing = given_arguments(arguments, ident)
         if missing or has_null(args):  # NaN, NA, NaT, and a null its schema does not allow: absent
-            tool = await self._lookup(ident)
+            tool = await self.lookup(ident)
             refuse_missing(tool, missing)  # unless the tool requires it
             args = _without_absent_nulls(tool, args)
-        call = self._core.call(
+        call = self._context.core.call(
             ident,
             args,
             timeout,
             progress,
-            self.settings,
+            self._context.settings,
             _check_arguments,
             prefer_task=prefer_task,
             on_status=on_status,
             on_progress=on_progress,
         )
-        if not self.render_apps:
+        if not self._render_apps():
             return await call
         from workbench_magic.api.apps import with_view
 
@@ -371,17 +389,21 @@ class Calling(Facade):
         ident = parse_identifier(target)
         args, missing = given_arguments(arguments, ident)
         channel: Channel | None = None
-        core, loop = self._core, self._loop
+        core, loop = self._context.core, self._context.loop
         sent: Mapping[str, Any] = args
         if missing:  # refused here when the tool is known; else its call looks it up, and refuses
             try:
-                tool = core.tool(ident, self.settings)
+                tool = core.tool(ident, self._context.settings)
             except WorkbenchError:
                 sent = {**args, **dict.fromkeys(missing, float("nan"))}
             else:
                 refuse_missing(tool, missing)
         try:  # a caller on the workbench's own loop (serve) has no loop of its own to ask on
-            channel = None if loop.in_loop() else LoopChannel(asyncio.get_running_loop(), asker=self.presenters.asker())
+            channel = (
+                None
+                if loop.in_loop()
+                else LoopChannel(asyncio.get_running_loop(), asker=self._context.presenters.asker())
+            )
         except RuntimeError:
             pass
 
@@ -397,13 +419,13 @@ class Calling(Facade):
                 display,
             )
 
-        display = self.presenters.task_display
+        display = self._context.presenters.task_display
         return loop.run_sync(begin)
 
     def tasks(self) -> TaskList:
         """This session's `TaskHandle`s, the very ones `wb.start` returned, running first; a line each."""
-        core = self._core
-        return self._loop.run_sync(lambda: TaskList(handle_of(job) for job in core.jobs.listing()))
+        core = self._context.core
+        return self._context.loop.run_sync(lambda: TaskList(handle_of(job) for job in core.jobs.listing()))
 
     def task(self, id: str) -> TaskHandle:
         """The handle of task `id` (`t1`).
@@ -417,13 +439,13 @@ class Calling(Facade):
         Raises:
             NotFoundError: no task `id` in this session.
         """
-        core = self._core
+        core = self._context.core
 
         def find() -> TaskHandle | None:
             job = core.jobs.get(id)
             return None if job is None else handle_of(job)
 
-        handle = self._loop.run_sync(find)
+        handle = self._context.loop.run_sync(find)
         if handle is None:
             raise NotFoundError(task_not_found(id, [h.id for h in self.tasks()]))
         return handle

@@ -25,12 +25,11 @@ from __future__ import annotations
 import atexit
 import secrets
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workbench_magic.api.asking import waiting_channel
 from workbench_magic.api.extras import require_extra
 from workbench_magic.api.server_features import parse_identifier
 from workbench_magic.vocabulary.batches import data_column, declared_keys, row_data
@@ -40,15 +39,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from workbench_magic.config.models import WorkbenchConfig
-    from workbench_magic.engine.runtime import QueueChannel
     from workbench_magic.vocabulary.batches import Batch
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
     from workbench_magic.vocabulary.results import ToolResult
 
 
-class Workbench(Protocol):
-    """What a Dask map needs of a workbench (api/workbench.py's `Workbench`)."""
+class MapHost(Protocol):
+    """What a Dask map needs of a workbench's public face (api/workbench.py's `Workbench`)."""
 
     @property
     def settings(self) -> WorkbenchConfig: ...
@@ -60,19 +58,15 @@ class Workbench(Protocol):
 
     def close_all(self) -> None: ...
 
-    def _run(self, coro: Coroutine[Any, Any, Any], channel: QueueChannel | None = None) -> Any: ...
-
-    def _lookup(self, ident: ToolIdentifier) -> Coroutine[Any, Any, ToolInfo]: ...
-
 
 RESULT, ERROR = "result", "error"
 """The columns of a row's data when the tool declares no output schema, and of its error's text."""
 
-_CALLERS: weakref.WeakValueDictionary[str, Workbench] = weakref.WeakValueDictionary()
+_CALLERS: weakref.WeakValueDictionary[str, MapHost] = weakref.WeakValueDictionary()
 """The workbenches that started a Dask map, in their own process, by token."""
 _CLOSING: weakref.WeakSet[Any] = weakref.WeakSet()
 """The clients whose workers have the plugin that closes their workbenches (dask_workers.py)."""
-_WORKERS: dict[str, Workbench] = {}
+_WORKERS: dict[str, MapHost] = {}
 """This process's workbench of each config file a partition named (a Dask worker keeps them)."""
 
 
@@ -99,7 +93,8 @@ def is_dask_frame(rows: Any) -> bool:
 
 
 def map_dask(
-    workbench: Workbench,
+    workbench: MapHost,
+    lookup: Callable[[ToolIdentifier], ToolInfo],
     target: Any,
     frame: Any,
     partition_mapper: Callable[[pd.DataFrame, PartitionSpec], pd.DataFrame],
@@ -110,7 +105,7 @@ def map_dask(
 ) -> Any:
     """`wb.map(target, ddf)`: a Dask DataFrame of `frame`'s rows plus the tool's data columns and
     `error` (the columns of `Batch.to_pandas()`), each partition in its order; persisted on `client`
-    (a `distributed.Client`) when one is given.
+    (a `distributed.Client`) when one is given. `lookup(ident)` finds the tool as a call would.
 
     `partition_mapper(partition, spec)` maps one partition where Dask runs it: a module-level
     function of the module that defines `Workbench` (api/workbench.py), so that unpickling it on a
@@ -132,7 +127,7 @@ def map_dask(
             "wb.map on a Dask DataFrame needs the workbench's config in a file (Workbench(config=PATH)): "
             "each worker reads it, with its own environment's secrets"
         )
-    tool = workbench._run(workbench._lookup(ident), waiting_channel())  # not there: raises, as a call would
+    tool = lookup(ident)  # not there: raises, as a call would
     keys = tuple(declared_keys(tool.output_schema))
     added = _data_columns(keys, frame.columns)
     if ERROR in frame.columns:
@@ -219,7 +214,7 @@ def _default_client() -> Any:
         return None
 
 
-def map_partition(make: Callable[[str], Workbench], partition: pd.DataFrame, spec: PartitionSpec) -> pd.DataFrame:
+def map_partition(make: Callable[[str], MapHost], partition: pd.DataFrame, spec: PartitionSpec) -> pd.DataFrame:
     """Map one partition (on whichever process Dask runs it): its rows, in their order, with the
     tool's data columns (`spec.data`'s keys, else `result`: a row's data, or its text: `_value`) and
     `error` (its text; None when it succeeded), as `Batch.to_pandas()` has them.
@@ -252,7 +247,7 @@ def _value(result: ToolResult) -> Any:
     return data["result"] if list(data) == ["result"] else data
 
 
-def _workbench(spec: PartitionSpec, make: Callable[[str], Workbench]) -> Workbench:
+def _workbench(spec: PartitionSpec, make: Callable[[str], MapHost]) -> MapHost:
     """The caller's workbench in its own process, else this process's one of the config file."""
     caller = _CALLERS.get(spec.caller)
     if caller is not None:
@@ -271,7 +266,7 @@ def close_worker_workbenches() -> None:
         made.close_all()
 
 
-def worker_workbenches() -> dict[str, Workbench]:
+def worker_workbenches() -> dict[str, MapHost]:
     """This process's workbenches made for partitions, by config file (what a worker keeps)."""
     return dict(_WORKERS)
 

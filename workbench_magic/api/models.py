@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from traitlets import TraitType
 
@@ -27,7 +27,7 @@ from workbench_magic.vocabulary.errors import UsageError, WorkbenchError
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-    from workbench_magic.api.facade import Facade
+    from workbench_magic.api.context import Context
     from workbench_magic.api.model_turns import ModelHost
 
 __all__ = ["NO_MODEL", "ModelOrName", "ModelSampler", "is_model", "model_host", "resolve_model"]
@@ -62,12 +62,23 @@ class ModelOrName(TraitType[Any, Any]):
         self.error(obj, value)
 
 
-def model_host(wb: Facade) -> ModelHost:
+class ModelOwner(Protocol):
+    """The workbench whose models these are (api/workbench.py's `Workbench`, named without importing it)."""
+
+    _context: Context
+    chat_model: Any
+    timeout: float
+
+    @property
+    def settings(self) -> Any: ...
+
+
+def model_host(wb: ModelOwner) -> ModelHost:
     """The one `ModelHost` of a workbench: its loop, cassette deck and core (its wire tap, its servers)."""
     return wb._context.model_host
 
 
-def resolve_model(wb: Facade, model: Model | str | None = None) -> Model:
+def resolve_model(wb: ModelOwner, model: Model | str | None = None) -> Model:
     """The model that answers, wrapped for the workbench: recorded, replayed and traced.
 
     Args:
@@ -121,7 +132,7 @@ def resolve_model(wb: Facade, model: Model | str | None = None) -> Model:
     return WorkbenchModel(model, host, model)
 
 
-def _load_config_replays(wb: Facade) -> None:
+def _load_config_replays(wb: ModelOwner) -> None:
     """Read the config now if it is still to be discovered: its toolboxes' `"replay"` cassettes may
     hold model turns (then a name needs no key)."""
     try:
@@ -146,7 +157,7 @@ class ModelSampler:
         MissingExtraError: pydantic-ai, or the provider's package, is not installed.
     """
 
-    def __init__(self, wb: Facade, model: Model | str) -> None:
+    def __init__(self, wb: ModelOwner, model: Model | str) -> None:
         self.spec = model
         """What was set: the `Model` or the name."""
         self.model = resolve_model(wb, model)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from workbench_magic.api.facade import Facade
 from workbench_magic.api.server_features import parse_target
 from workbench_magic.api.tracing import Trace
 from workbench_magic.engine.cassette_deck import Recording
@@ -19,18 +18,24 @@ from workbench_magic.engine.wiretap import TRACE_LIMIT
 from workbench_magic.vocabulary.errors import UsageError
 
 if TYPE_CHECKING:
+    from workbench_magic.api.context import Context
     from workbench_magic.api.regression import Session
     from workbench_magic.vocabulary.evaluations import EvalReport
     from workbench_magic.vocabulary.listings import CallRecord
     from workbench_magic.vocabulary.surface import Diff, Snapshot
 
 
-class Records(Facade):
-    """`Workbench`'s traces, cassettes, exports, snapshots and diffs."""
+class Records:
+    """A workbench's traces, cassettes, exports, snapshots and diffs.
 
-    def _session(self) -> Session:
-        # The whole `Workbench` is the session: its history, toolboxes and listings are its other parts.
-        return cast("Session", self)
+    Args:
+        context: the workbench's shared context.
+        session: what the exports and snapshots read (the workbench: its history, toolboxes, listings).
+    """
+
+    def __init__(self, context: Context, session: Session) -> None:
+        self._context = context
+        self._session = session
 
     # ---- the protocol on the wire (api/tracing.py) -----------------------------------------
     def trace(self, target: str | None = None, *, limit: int = TRACE_LIMIT) -> Trace:
@@ -61,11 +66,11 @@ class Records(Facade):
         """
         toolbox, server = parse_target(target) if target else (None, None)
         if toolbox is not None and server is not None:
-            self.settings.server(toolbox, server)  # names what exists, or says what does not
+            self._context.settings.server(toolbox, server)  # names what exists, or says what does not
         elif toolbox is not None:
-            self.settings.toolbox(toolbox)
-        core = self._core
-        tap, loop = core.wire_tap, self._loop
+            self._context.settings.toolbox(toolbox)
+        core = self._context.core
+        tap, loop = core.wire_tap, self._context.loop
         recording = loop.run_sync(lambda: tap.start(toolbox, server, limit))
 
         def extensions() -> dict[str, tuple[str, ...]]:
@@ -94,9 +99,9 @@ class Records(Facade):
             replaying = Workbench(replay="session.json")  # no server starts
             ```
         """
-        deck = self._deck
-        self._loop.run_sync(lambda: deck.start_recording(path))
-        return Recording(lambda: self._loop.run_sync(lambda: deck.start_recording(None)), path)
+        deck = self._context.deck
+        self._context.loop.run_sync(lambda: deck.start_recording(path))
+        return Recording(lambda: self._context.loop.run_sync(lambda: deck.start_recording(None)), path)
 
     def replay(self, path: str | os.PathLike[str], *, mode: str = "strict") -> None:
         """Answer the toolboxes recorded in the cassette at `path` from it: no server starts.
@@ -115,21 +120,21 @@ class Records(Facade):
         from workbench_magic.engine.cassette import Cassette, Replay
 
         replay = Replay(Cassette.load(path), mode)
-        deck = self._deck
-        self._loop.run_sync(lambda: deck.add_replay(replay))
+        deck = self._context.deck
+        self._context.loop.run_sync(lambda: deck.add_replay(replay))
         for name in replay.cassette.toolboxes():
-            if name in self._core.state:
-                self._run(self._core.close([name], self.settings))  # as `close` does
+            if name in self._context.core.state:
+                self._context.run(self._context.core.close([name], self._context.settings))  # as `close` does
 
     @property
     def recordings(self) -> list[str]:
         """The cassettes recorded in this session, oldest first."""
-        return [os.fspath(p) for p in self._deck.recorded]
+        return [os.fspath(p) for p in self._context.deck.recorded]
 
     @property
     def replays(self) -> list[tuple[str, str]]:
         """The cassettes replayed with `replay()` (newest first), each with its mode."""
-        return [(r.cassette.shown_path, r.mode) for r in self._deck.replays]
+        return [(r.cassette.shown_path, r.mode) for r in self._context.deck.replays]
 
     def export_notebook(self, path: str | os.PathLike[str]) -> str:
         """Write the session as a notebook at `path`.
@@ -142,7 +147,7 @@ class Records(Facade):
         Returns:
             The path.
         """
-        return self.presenters.export(self, path)
+        return self._context.presenters.export(self._session, path)
 
     def export_tests(
         self,
@@ -204,7 +209,7 @@ class Records(Facade):
             raise UsageError("min_pass_rate is for an evaluation: export_tests(path, evals=report, ...)")
         from workbench_magic.api.regression import export_tests
 
-        return export_tests(self._session(), path, replay=replay, calls=calls, ignore=ignore)
+        return export_tests(self._session, path, replay=replay, calls=calls, ignore=ignore)
 
     def snapshot(self, toolbox: str) -> Snapshot:
         """The surface of `toolbox` (opened if needed), as a `Snapshot`.
@@ -229,7 +234,7 @@ class Records(Facade):
         """
         from workbench_magic.api.regression import snapshot
 
-        return snapshot(self._session(), toolbox)
+        return snapshot(self._session, toolbox)
 
     @staticmethod
     def diff(old: Snapshot | str | os.PathLike[str], new: Snapshot | str | os.PathLike[str]) -> Diff:

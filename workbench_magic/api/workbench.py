@@ -5,10 +5,13 @@ A thin face over the async core (`core.Core`) that lives on the loop thread
 `acall`/`aopen`/`aclose` await it from another event loop; reads (`status`, `toolboxes`,
 `tools`, `search`) use the core's immutable snapshot and never touch loop-owned state.
 
-This module holds the settings, the config, toolboxes and lookups; the other parts of the class
-are in the modules of their concepts (facade.py has their common base): calls and started work
-(calling.py), traces, cassettes and exports (records.py), resources and prompts
-(server_features.py), the client side of MCP (client_features.py).
+This module holds the settings, the config, toolboxes and lookups. The rest is done by
+collaborators that `__init__` builds, each a plain class in the module of its concept, all sharing
+one `Context` (context.py): calls and started work (calling.py's `Calls`), traces, cassettes and
+exports (records.py), resources, prompts and skills (server_features.py), the client side of MCP
+(client_features.py), toolsets (toolsets.py), chat and evaluations (chat.py, evaluation.py),
+schema portability and context cost. Each of their public names is a one-line delegation here
+(`call = delegate(Calls.call, to="_calls")`, api/delegation.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from traitlets import Any as TraitAny
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default, observe
 from traitlets.config import Config, Configurable
 
-from workbench_magic.api.calling import Calling
+from workbench_magic.api.asking import waiting_channel
+from workbench_magic.api.calling import Calls
 from workbench_magic.api.chat import Chat, TurnSettings
 from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.context import Context
@@ -102,8 +106,6 @@ atexit.register(_close_everything)
 
 class Workbench(
     Configurable,
-    Calling,
-    Records,
 ):
     """Toolboxes of MCP servers, opened on demand, called from Python.
 
@@ -223,7 +225,7 @@ class Workbench(
         loop, deck = LoopThread.get(), CassetteDeck()  # the deck: record, replay, and the config the loop works from
         core = Core(Options(), connection_factory=deck.connection)  # options below, with the handlers
         self._context = Context(loop, core, deck, settings=lambda: self.settings, presenters=presenters)
-        self._loop, self._core, self._deck = loop, core, deck  # for the parts still mixed in (facade.py)
+        self._loop, self._core, self._deck = loop, core, deck
         self._server = ServerFeatures(
             self._core, self._loop, settings=lambda: self.settings, timeout=lambda: self.timeout
         )
@@ -235,6 +237,8 @@ class Workbench(
             model_sampler=self._model_sampler,
             roots=roots,
         )
+        self._records = Records(self._context, self)
+        self._calls = Calls(self._context, self, render_apps=lambda: self.render_apps, map_dask=self._map_dask)
         self._toolsets = Toolsets(self._context, self, self._server.skills_named)
         self._portability = Portability(self._toolsets)
         turns = TurnSettings(self._resolve_model, lambda: self.confirm_destructive, lambda: self.tool_retries)
@@ -422,7 +426,8 @@ class Workbench(
         core = self._core
         return self._loop.run_sync(lambda: core.subscriber_count)
 
-    # ---- the loop (context.py) ----------------------------------------------------------------
+    # ---- the loop and the presenters (context.py) -----------------------------------------------------
+    presenters = delegate_property(Context.presenters, to="_context")
     run_on_loop = delegate(Context.run_on_loop, to="_context")
     in_loop_thread = delegate_property(Context.in_loop_thread, to="_context")
 
@@ -436,6 +441,26 @@ class Workbench(
     set_roots_source = delegate(ClientFeatures.set_roots_source, to="_client")
     roots_source_changed = delegate(ClientFeatures.roots_source_changed, to="_client")
     logout = delegate(ClientFeatures.logout, to="_client")
+
+    # ---- records: traces, cassettes, exports, snapshots (records.py) -------------------------------
+    trace = delegate(Records.trace, to="_records")
+    record = delegate(Records.record, to="_records")
+    replay = delegate(Records.replay, to="_records")
+    recordings = delegate_property(Records.recordings, to="_records")
+    replays = delegate_property(Records.replays, to="_records")
+    export_notebook = delegate(Records.export_notebook, to="_records")
+    export_tests = delegate(Records.export_tests, to="_records")
+    snapshot = delegate(Records.snapshot, to="_records")
+    diff = staticmethod(Records.diff)
+
+    # ---- calls and started work (calling.py) ---------------------------------------------------------
+    call = delegate(Calls.call, to="_calls")
+    submit = delegate(Calls.submit, to="_calls")
+    acall = delegate(Calls.acall, to="_calls")
+    map = delegate(Calls.map, to="_calls")
+    start = delegate(Calls.start, to="_calls")
+    tasks = delegate(Calls.tasks, to="_calls")
+    task = delegate(Calls.task, to="_calls")
 
     # ---- toolsets for agent frameworks (toolsets.py) ------------------------------------------------
     toolset = delegate(Toolsets.toolset, to="_toolsets")
@@ -503,7 +528,7 @@ class Workbench(
             box.datasets.query(dataset="penguins", limit=5)
             ```
         """
-        self._run(self._aopen(name, lazy))
+        self._context.run(self._aopen(name, lazy))
         return OpenedToolbox(self, name)
 
     async def aopen(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Workbench]:
@@ -520,7 +545,7 @@ class Workbench(
             ToolboxNotFoundError: the config has no toolbox `name`.
             ConnectError: no server connected.
         """
-        await self._arun(self._aopen(name, lazy))
+        await self._context.arun(self._aopen(name, lazy))
         return OpenedToolbox(self, name)
 
     async def _aopen(self, name: str, lazy: bool | None = None) -> BoxState:
@@ -573,7 +598,7 @@ class Workbench(
         config = ServerConfig(python=f"__main__:{label if not label[0].isdigit() else '_' + label}")
         loaded = self._loaded if self._loaded is not None else self._load(self._source)
         settings = self._use(loaded, {**self._added, (toolbox, name): config})  # a bad name changes nothing
-        self._run(self._core.add_server(toolbox, name, server, settings))
+        self._context.run(self._core.add_server(toolbox, name, server, settings))
         return OpenedToolbox(self, toolbox)
 
     @staticmethod
@@ -639,17 +664,24 @@ class Workbench(
         Args:
             name: the toolbox's name.
         """
-        self._run(self._core.close([name], self.settings))
+        self._context.run(self._core.close([name], self.settings))
 
     def _map_dask(self, target: Any, frame: Any, *, concurrency: int, timeout: float | None, client: Any) -> Any:
         """`map` over a Dask DataFrame (dask_map.py), on `client`, else `map_cluster`."""
         chosen = client if client is not None else self.map_cluster
-        return map_dask(self, target, frame, _map_partition, concurrency=concurrency, timeout=timeout, client=chosen)
+        calls, context = self._calls, self._context
+
+        def lookup(ident: Any) -> ToolInfo:
+            return context.run(calls.lookup(ident), waiting_channel())  # type: ignore[no-any-return]
+
+        return map_dask(
+            self, lookup, target, frame, _map_partition, concurrency=concurrency, timeout=timeout, client=chosen
+        )
 
     def close_all(self) -> None:
         """Close every open toolbox."""
         if self._core.state and self._loop.alive:
-            self._run(self._core.close_all())
+            self._context.run(self._core.close_all())
 
     async def aclose_all(self, *, hurry: tuple[float, float] | None = None) -> None:
         """Close every open toolbox, from an event loop.
@@ -658,7 +690,7 @@ class Workbench(
             hurry: `(grace, kill_after)`: a stdio server gets `grace` seconds to exit once its stdin
                 closes, then SIGTERM, then SIGKILL `kill_after` later (default: 2 s and 2 s, as the SDK).
         """
-        await self._arun(self._core.close_all(hurry))
+        await self._context.arun(self._core.close_all(hurry))
 
     async def aclose(self, name: str) -> None:
         """`close` from an event loop: every connection of the toolbox ends, every child process exits.
@@ -666,7 +698,7 @@ class Workbench(
         Args:
             name: the toolbox's name.
         """
-        await self._arun(self._core.close([name], self.settings))
+        await self._context.arun(self._core.close([name], self.settings))
 
     @at_the_caller
     def reconnect(self, target: str) -> OpenedToolbox[Workbench]:
@@ -685,7 +717,7 @@ class Workbench(
         toolbox, server = parse_target(target)
         if toolbox is None:
             raise NotFoundError("Nothing to reconnect: name a toolbox or toolbox/server")
-        self._run(self._core.reconnect(toolbox, server, self.settings))
+        self._context.run(self._core.reconnect(toolbox, server, self.settings))
         return OpenedToolbox(self, toolbox)
 
     @at_the_caller
