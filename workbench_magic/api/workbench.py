@@ -5,13 +5,14 @@ A thin face over the async core (`core.Core`) that lives on the loop thread
 `acall`/`aopen`/`aclose` await it from another event loop; reads (`status`, `toolboxes`,
 `tools`, `search`) use the core's immutable snapshot and never touch loop-owned state.
 
-This module holds the settings, the config, toolboxes and lookups. The rest is done by
-collaborators that `__init__` builds, each a plain class in the module of its concept, all sharing
-one `Context` (context.py): calls and started work (calling.py's `Calls`), traces, cassettes and
-exports (records.py), resources, prompts and skills (server_features.py), the client side of MCP
-(client_features.py), toolsets (toolsets.py), chat and evaluations (chat.py, evaluation.py),
-schema portability and context cost. Each of their public names is a one-line delegation here
-(`call = delegate(Calls.call, to="_calls")`, api/delegation.py).
+This module holds the settings and the config. The rest is done by collaborators that
+`__init__` builds, each a plain class in the module of its concept, all sharing one `Context`
+(context.py): toolboxes and lookups (opening.py's `Toolboxes`), calls and started work
+(calling.py's `Calls`), traces, cassettes and exports (records.py), resources, prompts and skills
+(server_features.py), the client side of MCP (client_features.py), toolsets (toolsets.py), chat
+and evaluations (chat.py, evaluation.py), schema portability and context cost. Each of their
+public names is a one-line delegation here (`call = delegate(Calls.call, to="_calls")`,
+api/delegation.py).
 """
 
 from __future__ import annotations
@@ -38,36 +39,26 @@ from workbench_magic.api.dask_map import PartitionSpec, map_dask, map_partition
 from workbench_magic.api.delegation import delegate, delegate_property
 from workbench_magic.api.evaluation import Evaluations
 from workbench_magic.api.models import ModelOrName
+from workbench_magic.api.opening import Toolboxes
 from workbench_magic.api.portability import Portability
 from workbench_magic.api.records import Records
 from workbench_magic.api.server_features import (
     ServerFeatures,
-    parse_identifier,
-    parse_target,
-    server_target,
 )
 from workbench_magic.api.toolboxes import OpenedToolbox
 from workbench_magic.api.toolsets import Toolsets
 from workbench_magic.engine.cassette_deck import CassetteDeck
 from workbench_magic.engine.clientside import LOG_LEVELS
-from workbench_magic.engine.core import BoxState, Core, Options
+from workbench_magic.engine.core import Core, Options
 from workbench_magic.engine.history import HISTORY_BYTES
 from workbench_magic.engine.runtime import Call, LoopThread, at_the_caller
 from workbench_magic.vocabulary.errors import (
-    NotFoundError,
     UsageError,
     WorkbenchError,
-    server_not_found,
-    toolbox_not_open,
 )
 from workbench_magic.vocabulary.events import Event
 from workbench_magic.vocabulary.listings import (
-    History,
-    ServerStatus,
-    ToolboxInfo,
-    ToolboxList,
     ToolInfo,
-    ToolList,
 )
 
 if TYPE_CHECKING:
@@ -237,6 +228,7 @@ class Workbench(
             model_sampler=self._model_sampler,
             roots=roots,
         )
+        self._toolboxes: Toolboxes[Workbench] = Toolboxes(self._context, self)
         self._records = Records(self._context, self)
         self._calls = Calls(self._context, self, render_apps=lambda: self.render_apps, map_dask=self._map_dask)
         self._toolsets = Toolsets(self._context, self, self._server.skills_named)
@@ -442,6 +434,25 @@ class Workbench(
     roots_source_changed = delegate(ClientFeatures.roots_source_changed, to="_client")
     logout = delegate(ClientFeatures.logout, to="_client")
 
+    # ---- toolboxes, their state and lookups (opening.py) ----------------------------------------
+    toolboxes = delegate(Toolboxes.toolboxes, to="_toolboxes")
+    open = delegate(Toolboxes.open, to="_toolboxes")
+    aopen = delegate(Toolboxes.aopen, to="_toolboxes")
+    is_open = delegate(Toolboxes.is_open, to="_toolboxes")
+    toolbox_state = delegate(Toolboxes.toolbox_state, to="_toolboxes")
+    opened = delegate(Toolboxes.opened, to="_toolboxes")
+    close = delegate(Toolboxes.close, to="_toolboxes")
+    close_all = delegate(Toolboxes.close_all, to="_toolboxes")
+    aclose_all = delegate(Toolboxes.aclose_all, to="_toolboxes")
+    aclose = delegate(Toolboxes.aclose, to="_toolboxes")
+    reconnect = delegate(Toolboxes.reconnect, to="_toolboxes")
+    logs = delegate(Toolboxes.logs, to="_toolboxes")
+    status = delegate(Toolboxes.status, to="_toolboxes")
+    history = delegate_property(Toolboxes.history, to="_toolboxes")
+    tool = delegate(Toolboxes.tool, to="_toolboxes")
+    tools = delegate(Toolboxes.tools, to="_toolboxes")
+    search = delegate(Toolboxes.search, to="_toolboxes")
+
     # ---- records: traces, cassettes, exports, snapshots (records.py) -------------------------------
     trace = delegate(Records.trace, to="_records")
     record = delegate(Records.record, to="_records")
@@ -492,68 +503,7 @@ class Workbench(
     askills = delegate(ServerFeatures.askills, to="_server")
     askill = delegate(ServerFeatures.askill, to="_server")
 
-    # ---- toolboxes ------------------------------------------------------------------
-    def toolboxes(self) -> ToolboxList:
-        """Configured toolboxes: name, description, servers, open?"""
-        state = self._core.state
-        return ToolboxList(
-            ToolboxInfo(name, tb.description, tuple(tb.mcp_servers), name in state and state[name].open)
-            for name, tb in self.settings.toolboxes.items()
-        )
-
-    @at_the_caller
-    def open(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Workbench]:
-        """Open a toolbox: every server connects, concurrently.
-
-        Failed servers are in `.failed` of the returned view; `ConnectError` when none connected.
-        A lazy server (`"start": "lazy"`, or `lazy_servers`) whose catalog is cached starts no
-        process: it is `idle`, listed from the cache, and starts on first use.
-
-        Args:
-            name: the toolbox's name in the config.
-            lazy: `True` or `False` overrides the config for this open; None follows it.
-
-        Returns:
-            The live view of the toolbox (`OpenedToolbox`).
-
-        Raises:
-            ToolboxNotFoundError: the config has no toolbox `name`.
-            ConnectError: no server connected; the toolbox stays registered (its servers' reasons and
-                logs visible) but is not open.
-
-        Example:
-            ```python
-            box = wb.open("demo")
-            box.failed  # {} when every server connected
-            box.datasets.query(dataset="penguins", limit=5)
-            ```
-        """
-        self._context.run(self._aopen(name, lazy))
-        return OpenedToolbox(self, name)
-
-    async def aopen(self, name: str, *, lazy: bool | None = None) -> OpenedToolbox[Workbench]:
-        """`open` from an event loop.
-
-        Args:
-            name: the toolbox's name in the config.
-            lazy: `True` or `False` overrides the config for this open; None follows it.
-
-        Returns:
-            The live view of the toolbox (`OpenedToolbox`).
-
-        Raises:
-            ToolboxNotFoundError: the config has no toolbox `name`.
-            ConnectError: no server connected.
-        """
-        await self._context.arun(self._aopen(name, lazy))
-        return OpenedToolbox(self, name)
-
-    async def _aopen(self, name: str, lazy: bool | None = None) -> BoxState:
-        # Modules every call needs are imported now, not on the first call.
-        import workbench_magic.vocabulary.identifiers  # noqa: F401
-
-        return await self._core.open(name, self.settings, lazy=lazy)
-
+    # ---- servers added from the notebook ---------------------------------------------------
     @at_the_caller
     def add_server(self, target: str, server: Any) -> OpenedToolbox[Workbench]:
         """Add a server written in the notebook and connect it, in-process.
@@ -613,59 +563,6 @@ class Workbench(
         """The `(toolbox, server)` of each server added from the notebook (`add_server`)."""
         return frozenset(self._added)
 
-    def is_open(self, name: str) -> bool:
-        """Whether the toolbox `name` is open (False for one never opened, closed, or whose open failed)."""
-        state = self._core.state.get(name)
-        return state is not None and state.open
-
-    @at_the_caller
-    def toolbox_state(self, name: str) -> BoxState:
-        """The current snapshot of a registered toolbox (open, or whose open failed).
-
-        Args:
-            name: the toolbox's name.
-
-        Returns:
-            Its state: description, open or not, servers and their tools.
-
-        Raises:
-            ToolboxNotFoundError: the config has no toolbox `name`.
-            NotFoundError: the toolbox was never opened (`Toolbox 'x' is not open. Open it with %workbench open x`).
-        """
-        state = self._core.state.get(name)
-        if state is None:
-            self.settings.toolbox(name)  # raises "Toolbox 'x' not found. Available toolboxes: ..."
-            raise toolbox_not_open(name)
-        return state
-
-    @at_the_caller
-    def opened(self, name: str) -> OpenedToolbox[Workbench]:
-        """The view of an already opened toolbox.
-
-        Args:
-            name: the toolbox's name.
-
-        Returns:
-            The live view of the toolbox (`OpenedToolbox`).
-
-        Raises:
-            ToolboxNotFoundError: the config has no toolbox `name`.
-            NotFoundError: the toolbox is not open.
-        """
-        if not self.is_open(name):
-            self.toolbox_state(name)
-            raise toolbox_not_open(name)
-        return OpenedToolbox(self, name)
-
-    @at_the_caller
-    def close(self, name: str) -> None:
-        """Close a toolbox: every connection ends, every child process exits.
-
-        Args:
-            name: the toolbox's name.
-        """
-        self._context.run(self._core.close([name], self.settings))
-
     def _map_dask(self, target: Any, frame: Any, *, concurrency: int, timeout: float | None, client: Any) -> Any:
         """`map` over a Dask DataFrame (dask_map.py), on `client`, else `map_cluster`."""
         chosen = client if client is not None else self.map_cluster
@@ -677,157 +574,6 @@ class Workbench(
         return map_dask(
             self, lookup, target, frame, _map_partition, concurrency=concurrency, timeout=timeout, client=chosen
         )
-
-    def close_all(self) -> None:
-        """Close every open toolbox."""
-        if self._core.state and self._loop.alive:
-            self._context.run(self._core.close_all())
-
-    async def aclose_all(self, *, hurry: tuple[float, float] | None = None) -> None:
-        """Close every open toolbox, from an event loop.
-
-        Args:
-            hurry: `(grace, kill_after)`: a stdio server gets `grace` seconds to exit once its stdin
-                closes, then SIGTERM, then SIGKILL `kill_after` later (default: 2 s and 2 s, as the SDK).
-        """
-        await self._context.arun(self._core.close_all(hurry))
-
-    async def aclose(self, name: str) -> None:
-        """`close` from an event loop: every connection of the toolbox ends, every child process exits.
-
-        Args:
-            name: the toolbox's name.
-        """
-        await self._context.arun(self._core.close([name], self.settings))
-
-    @at_the_caller
-    def reconnect(self, target: str) -> OpenedToolbox[Workbench]:
-        """Reconnect every server of a toolbox, or one (`dev/server`).
-
-        Args:
-            target: a toolbox (`dev`) or one of its servers (`dev/server`).
-
-        Returns:
-            The live view of the toolbox (`OpenedToolbox`).
-
-        Raises:
-            NotFoundError: `target` names no toolbox (`Nothing to reconnect: name a toolbox or
-                toolbox/server`), or a toolbox or server that does not exist.
-        """
-        toolbox, server = parse_target(target)
-        if toolbox is None:
-            raise NotFoundError("Nothing to reconnect: name a toolbox or toolbox/server")
-        self._context.run(self._core.reconnect(toolbox, server, self.settings))
-        return OpenedToolbox(self, toolbox)
-
-    @at_the_caller
-    def logs(self, target: str) -> str:
-        """The stderr a stdio server wrote (all of it, across reconnects).
-
-        Args:
-            target: the server, `toolbox/server`.
-
-        Returns:
-            Its log text, secrets masked.
-
-        Raises:
-            NotFoundError: `target` does not name a server (`Name the server: toolbox/server, not 'dev'`),
-                or its toolbox is not open.
-        """
-        toolbox, server = server_target(target)
-        self.toolbox_state(toolbox)
-        core = self._core
-        return self._loop.run_sync(lambda: core.logs(toolbox, server))
-
-    def status(self) -> dict[str, dict[str, ServerStatus]]:
-        """Status of every server of every registered toolbox."""
-        return {name: dict(box.servers) for name, box in self._core.state.items()}
-
-    @property
-    def history(self) -> History:
-        """Every call of the session, oldest first (at most `history_limit`); a copy.
-
-        The newest calls are whole within `history_bytes`; older ones are their summary line (no
-        answer, long arguments shortened, `answer_dropped`)."""
-        core = self._core
-        return History(self._loop.run_sync(core.history) if self._loop.alive else core.history())
-
-    # ---- lookups --------------------------------------------------------------------
-    @at_the_caller
-    def tool(self, identifier: Any) -> ToolInfo:
-        """The `ToolInfo` of a tool of an open toolbox (the core's one lookup, `Core.tool`).
-
-        Args:
-            identifier: any spelling of a tool identifier (`"dev/server/tool"`, `"dev__server__tool"`,
-                a mapping, a `ToolIdentifier`, a `ToolInfo`).
-
-        Returns:
-            The tool's name, description, schemas, annotations and place.
-
-        Raises:
-            InvalidIdentifierError: `identifier` cannot be parsed.
-            NotFoundError: the toolbox is not open, or has no such server or tool (`ToolboxNotFoundError`,
-                `ServerNotFoundError`, `ToolNotFoundError`).
-        """
-        return self._core.tool(parse_identifier(identifier), self.settings)
-
-    @at_the_caller
-    def tools(self, target: str | None = None) -> ToolList:
-        """Tools of every open toolbox, of one toolbox (`dev`) or of one server (`dev/server`).
-
-        A toolbox named that is not open is opened first.
-
-        Args:
-            target: None (every open toolbox), a toolbox, or `toolbox/server`.
-
-        Returns:
-            The tools, a list that renders as a table.
-
-        Raises:
-            NotFoundError: no such toolbox or server.
-            ConnectError: a toolbox opened here had no server connect.
-        """
-        toolbox, server = parse_target(target)
-        if toolbox is not None and not self.is_open(toolbox):
-            self.open(toolbox)
-        states = self._core.state
-        if toolbox is None:
-            return ToolList(t for box in states.values() if box.open for t in box.all_tools())
-        state = states.get(toolbox) or self.toolbox_state(toolbox)
-        if server is None:
-            return ToolList(state.all_tools())
-        if server not in state.servers:
-            raise server_not_found(server, toolbox)
-        return ToolList(state.tools.get(server, ()))
-
-    @at_the_caller
-    def search(self, query: str, target: str | None = None) -> ToolList:
-        """Tools whose name, description or location contains every word of `query`.
-
-        Tools whose name contains every word come first; then by path. The search is case-insensitive.
-
-        Args:
-            query: words separated by blanks.
-            target: where to search, as `tools` takes it: None (every open toolbox), a toolbox, or
-                `toolbox/server`.
-
-        Returns:
-            The tools found, a list that renders as a table.
-
-        Example:
-            ```python
-            wb.search("dataset describe", "demo")
-            ```
-        """
-        words = query.lower().split()
-        scored = []
-        for tool in self.tools(target):
-            name = tool.name.lower()
-            hay = f"{tool.path} {tool.title or ''} {tool.description or ''}".lower()
-            if all(w in hay for w in words):
-                scored.append((0 if all(w in name for w in words) else 1, tool.path, tool))
-        scored.sort(key=lambda s: (s[0], s[1]))
-        return ToolList(s[2] for s in scored)
 
     def __repr__(self) -> str:
         opened = ", ".join(n for n, s in self._core.state.items() if s.open) or "none"
