@@ -104,8 +104,7 @@ class Context:
         Returns:
             What `coro` returned.
         """
-        with at_the_caller:
-            return self.loop.run(coro)
+        return self.run(coro)  # type: ignore[no-any-return]
 
     @property
     def in_loop_thread(self) -> bool:

@@ -216,7 +216,6 @@ class Workbench(
         loop, deck = LoopThread.get(), CassetteDeck()  # the deck: record, replay, and the config the loop works from
         core = Core(Options(), connection_factory=deck.connection)  # options below, with the handlers
         self._context = Context(loop, core, deck, settings=lambda: self.settings, presenters=presenters)
-        self._loop, self._core, self._deck = loop, core, deck
         self._server = ServerFeatures(
             self._core, self._loop, settings=lambda: self.settings, timeout=lambda: self.timeout
         )
@@ -262,6 +261,18 @@ class Workbench(
 
         return resolve_model(self, model)
 
+    @property
+    def _loop(self) -> LoopThread:
+        return self._context.loop
+
+    @property
+    def _core(self) -> Core:
+        return self._context.core
+
+    @property
+    def _deck(self) -> CassetteDeck:
+        return self._context.deck
+
     def _model_sampler(self, model: Model | str) -> SamplingHandler:
         from workbench_magic.api.models import ModelSampler
 
@@ -295,10 +306,10 @@ class Workbench(
         self._push_options()
 
     def _push_options(self) -> None:
-        core = getattr(self, "_core", None)
-        if core is not None:
+        context: Context | None = getattr(self, "_context", None)  # None: traits set before __init__ made it
+        if context is not None:
             # Queued in order: a call made after this assignment sees the new options.
-            self._loop.loop.call_soon_threadsafe(core.set_options, self._options())
+            context.loop.loop.call_soon_threadsafe(context.core.set_options, self._options())
 
     def _load(self, source: Any) -> WorkbenchConfig:
         from workbench_magic.config.discovery import load_config
