@@ -131,6 +131,13 @@ def test_a_timeout_cancels_the_task_on_the_server(wb: Workbench) -> None:
     assert seen and seen[-1] == "cancelled", seen
 
 
+def test_a_timeout_while_the_server_makes_the_task_still_cancels_it(wb: Workbench) -> None:
+    with pytest.raises(CallTimeoutError, match=r"timed out after 0.005 s"):
+        wb.call(RESEARCH, {"topic": "stopped at once"}, timeout=0.005)
+    seen = [task.status for task in wb.run_on_loop(_server_tasks(wb))]
+    assert "working" not in seen, seen
+
+
 async def _server_tasks(wb: Workbench) -> list[Any]:
     import mcp_types as types
 

@@ -156,7 +156,7 @@ async def with_view(
         raise
     tool = host.tool(ident)
     if tool is not None and tool.ui is not None:
-        result.app = AppView(host, tool, arguments, result=result)
+        result.app = AppView(host, tool, result.arguments, result=result)  # as sent
     return result
 
 

@@ -1,8 +1,9 @@
 """`Workbench`'s calls: `call`, `acall`, `submit`, `map`, and long-running work (`start`, `tasks`).
 
-Each call is one coroutine on the loop thread (`_acall`): the core's one lookup, the argument
-check, the call, and the MCP App view of a UI tool. The sync methods wait for it here; the
-handles of started work are in tasks.py.
+Each call is one coroutine on the loop thread (`_call`): the core's one pipeline (`Core.call`:
+open, connect, look up, prepare, call, record), given the api's argument rules (`prepared`), and
+the MCP App view of a UI tool. The sync methods wait for it here; the handles of started work are
+in tasks.py.
 """
 
 from __future__ import annotations
@@ -25,23 +26,30 @@ from workbench_magic.vocabulary.results import ToolResult
 if TYPE_CHECKING:
     from workbench_magic.api.apps import AppHost, HostWorkbench
     from workbench_magic.api.context import Context
+    from workbench_magic.engine.core import Prepare
     from workbench_magic.engine.requesting import ProgressCallback
     from workbench_magic.engine.tasks import StatusCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
     from workbench_magic.vocabulary.listings import ToolInfo
 
 
-# Schema checks load jsonschema-rs: import them on first use, so `%load_ext` stays fast.
-def _check_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
-    from workbench_magic.engine.schema import validate_arguments as validate
+def prepared(missing: Mapping[str, str]) -> Prepare:
+    """The api's rules for a call's arguments once its tool is found (the pipeline's `prepare`):
+    a missing value (NaN, NA, NaT) of a required argument refused, a null its schema does not
+    allow left out, then the schema check."""
 
-    validate(tool, arguments)
+    def prepare(tool: ToolInfo, arguments: dict[str, Any], validate: bool) -> dict[str, Any]:
+        refuse_missing(tool, missing)
+        if has_null(arguments):
+            arguments = leave_out_nulls(tool, arguments, lambda name: allows_null(tool.input_schema, name))
+        if validate:
+            validate_arguments(tool, arguments)
+        return arguments
 
+    # Schema checks load jsonschema-rs: imported on first use, so `%load_ext` stays fast.
+    from workbench_magic.engine.schema import allows_null, validate_arguments
 
-def _without_absent_nulls(tool: ToolInfo, arguments: dict[str, Any]) -> dict[str, Any]:
-    from workbench_magic.engine.schema import allows_null
-
-    return leave_out_nulls(tool, arguments, lambda name: allows_null(tool.input_schema, name))
+    return prepare
 
 
 class Calls:
@@ -297,10 +305,8 @@ class Calls:
 
     async def lookup(self, ident: ToolIdentifier) -> ToolInfo:
         """The tool as a call finds it: its toolbox opened, its server connected, then looked up."""
-        core, settings = self._context.core, self._context.settings
-        conn = await core.connection_opening(ident.toolbox, ident.server, settings)
-        await conn.ensure_connected()
-        return core.tool(ident, settings)
+        _, tool = await self._context.core.looked_up(ident, self._context.settings)
+        return tool
 
     def _interrupted(self, exc: BaseException, identifier: Any, arguments: Mapping[str, Any] | None) -> None:
         """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
@@ -320,24 +326,30 @@ class Calls:
         arguments: Mapping[str, Any] | None,
         timeout: float | None,
         progress: ProgressCallback | None,
+    ) -> ToolResult:
+        ident = parse_identifier(identifier)
+        args, missing = given_arguments(arguments, ident)
+        return await self._call(ident, args, missing, timeout, progress)
+
+    async def _call(
+        self,
+        ident: ToolIdentifier,
+        args: dict[str, Any],
+        missing: Mapping[str, str],
+        timeout: float | None,
+        progress: ProgressCallback | None,
         *,
         prefer_task: bool = False,
         on_status: StatusCallback | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
-        ident = parse_identifier(identifier)
-        args, missing = given_arguments(arguments, ident)
-        if missing or has_null(args):  # NaN, NA, NaT, and a null its schema does not allow: absent
-            tool = await self.lookup(ident)
-            refuse_missing(tool, missing)  # unless the tool requires it
-            args = _without_absent_nulls(tool, args)
         call = self._context.core.call(
             ident,
             args,
             timeout,
             progress,
             self._context.settings,
-            _check_arguments,
+            prepared(missing),
             prefer_task=prefer_task,
             on_status=on_status,
             on_progress=on_progress,
@@ -390,12 +402,11 @@ class Calls:
         args, missing = given_arguments(arguments, ident)
         channel: Channel | None = None
         core, loop = self._context.core, self._context.loop
-        sent: Mapping[str, Any] = args
         if missing:  # refused here when the tool is known; else its call looks it up, and refuses
             try:
                 tool = core.tool(ident, self._context.settings)
             except WorkbenchError:
-                sent = {**args, **dict.fromkeys(missing, float("nan"))}
+                pass
             else:
                 refuse_missing(tool, missing)
         try:  # a caller on the workbench's own loop (serve) has no loop of its own to ask on
@@ -411,8 +422,15 @@ class Calls:
             job = core.jobs.new(ident, args)
             return start_job(
                 job,
-                lambda: self._acall(
-                    ident, sent, timeout, progress, prefer_task=True, on_status=following(job), on_progress=noting(job)
+                lambda: self._call(
+                    ident,
+                    args,
+                    missing,
+                    timeout,
+                    progress,
+                    prefer_task=True,
+                    on_status=following(job),
+                    on_progress=noting(job),
                 ),
                 loop,
                 channel,

@@ -21,8 +21,6 @@ from workbench_magic.vocabulary.errors import (
     ConnectError,
     UsageError,
     connect_text,
-    server_not_found,
-    toolbox_not_open,
 )
 
 if TYPE_CHECKING:
@@ -228,18 +226,12 @@ class Toolsets:
 
 async def _opened(core: Core, settings: WorkbenchConfig, toolbox: str, server: str | None) -> None:
     """Open the toolbox if it is not open (`ToolboxNotFoundError`, `ServerNotFoundError` as a call raises them)."""
-    await core.connections(toolbox, server, settings)
-    box = core.state.get(toolbox)
-    if box is None or not box.open:
-        raise toolbox_not_open(toolbox)
-    if server is not None and server not in box.servers:
-        raise server_not_found(server, toolbox)
-    if server is not None and box.servers[server].status == "failed":  # its tools are unknown: not none
-        raise ConnectError(box.servers[server].error or connect_text(server, toolbox))
+    conns = await core.connections(toolbox, server, settings)
+    if server is not None and conns[0].status == "failed":  # its tools are unknown: not none
+        raise ConnectError(conns[0].error or connect_text(server, toolbox))
 
 
 async def _looked_up(core: Core, settings: WorkbenchConfig, identifiers: tuple[ToolIdentifier, ...]) -> None:
-    """Each tool's toolbox opened, then the tool looked up (the texts of `wb.call`'s errors)."""
+    """Each tool looked up as a call finds it, its lazy server left idle (the texts of `wb.call`'s errors)."""
     for ident in identifiers:
-        await core.connection_opening(ident.toolbox, ident.server, settings)
-        core.tool(ident, settings)
+        await core.looked_up(ident, settings, connect=False)

@@ -327,14 +327,13 @@ class ReplayConnection(Connection):
     ) -> Any:
         from mcp_types import CallToolResult
 
-        entry = await self._answer("tool", name, arguments)
-        self.replayed_last = entry is not None
-        if entry is None:
-            live = await self._live_connection()
-            return await live.call_tool(
-                name, arguments, timeout=timeout, progress=progress, task=task, on_status=on_status
-            )
-        return CallToolResult.model_validate(entry["result"])
+        with self._request("call", name, timeout):  # a miss and a recorded answer that no longer fits, as any failure
+            entry = await self._answer("tool", name, arguments)
+            self.replayed_last = entry is not None
+            if entry is not None:
+                return CallToolResult.model_validate(entry["result"])
+        live = await self._live_connection()
+        return await live.call_tool(name, arguments, timeout=timeout, progress=progress, task=task, on_status=on_status)
 
     async def read_resource(self, uri: str, timeout: float | None) -> Any:
         from mcp_types import ReadResourceResult

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from workbench_magic.engine.boundary import failure
 from workbench_magic.engine.catalog import CatalogCache
 from workbench_magic.engine.clientside import (
     AuthorizationHandler,
@@ -61,6 +60,9 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 
 logger = logging.getLogger("workbench_magic")
+
+Prepare = Callable[["ToolInfo", dict[str, Any], bool], dict[str, Any]]
+"""A call's arguments made ready for the tool found: `prepare(tool, arguments, validate)`."""
 
 
 # ---- what other threads see -------------------------------------------------------------------
@@ -402,6 +404,16 @@ class Core:
             await self.open(toolbox, settings, force=False)
         return self.connection(toolbox, server)
 
+    async def looked_up(
+        self, ident: ToolIdentifier, settings: WorkbenchConfig, *, connect: bool = True
+    ) -> tuple[Connection, ToolInfo]:
+        """A tool as a request finds it: its toolbox opened (if configured), its server connected
+        (`connect=False`: a lazy server's cached catalog answers), then the one lookup (`tool`)."""
+        conn = await self.connection_opening(ident.toolbox, ident.server, settings)
+        if connect:
+            await conn.ensure_connected()  # connected: the snapshot holds its tools (see `tool`)
+        return conn, self.tool(ident, settings)
+
     async def connections(self, toolbox: str | None, server: str | None, settings: WorkbenchConfig) -> list[Connection]:
         """Connections of every open toolbox, of one toolbox (opened if needed), or one server."""
         if toolbox is None:
@@ -442,23 +454,24 @@ class Core:
         timeout: float | None,
         progress: ProgressCallback | None,
         settings: WorkbenchConfig,
-        validate: Callable[[ToolInfo, dict[str, Any]], None] | None,
+        prepare: Prepare | None = None,
         *,
         prefer_task: bool = False,
         on_status: StatusCallback | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
-        """Call a tool. Progress goes to the caller's channel (`current_channel`) when it has one;
-        `on_progress` hears it first, on the loop thread.
+        """The one call pipeline (`wb.call`, `wb.map`, `wb.start`, serve): open, connect and look
+        up (`looked_up`), prepare the arguments for the tool found (`prepare(tool, args, validate)`:
+        the api's rules for missing values and nulls, and the schema check when `validate`), call,
+        and record. The connection's one boundary (requesting.py) maps and masks its failures.
 
-        A tool that requires a task runs as an MCP task, and so does one that allows it when
-        `prefer_task` (`wb.start`); `on_status` hears the task's statuses."""
-        conn = await self.connection_opening(ident.toolbox, ident.server, settings)
-        await conn.ensure_connected()  # connected: the snapshot holds its tools (see `tool`)
-        tool = self.tool(ident, settings)
+        Progress goes to the caller's channel (`current_channel`) when it has one; `on_progress`
+        hears it first, on the loop thread. A tool that requires a task runs as an MCP task, and so
+        does one that allows it when `prefer_task` (`wb.start`); `on_status` hears the task's statuses."""
+        conn, tool = await self.looked_up(ident, settings)
+        if prepare is not None:
+            args = prepare(tool, args, self.options.validate_arguments)
         as_task = tool.task_support == "required" or (prefer_task and tool.task_support == "optional")
-        if validate is not None and self.options.validate_arguments:
-            validate(tool, args)
         limit = timeout if timeout is not None else conn.config.timeout or self.options.timeout
         started = time.time()
         t0 = time.perf_counter()
@@ -475,28 +488,24 @@ class Core:
         except asyncio.CancelledError:
             self._remember_call(ident, args, started, t0, False, "cancelled", conn.secrets)
             raise
-        except Exception as exc:  # live connections map their own failures; this holds for any other
-            error, lost = failure(
-                exc, kind="call", name=ident.name, server=ident.server, toolbox=ident.toolbox, limit=limit
-            )
-            if lost:
-                conn.connection_lost()
-        secrets = conn.secrets
-        if error is not None:
-            if secrets:
-                error.args = (mask(str(error), secrets),)
-            self._remember_call(ident, args, started, t0, False, str(error), secrets)
+        except WorkbenchError as exc:  # mapped and masked at the connection's boundary
+            error = exc
+        if error is not None:  # raised here, outside the handler: no chain (ipykernel and groups)
+            self._remember_call(ident, args, started, t0, False, str(error), conn.secrets)
             raise error
-        elapsed = time.perf_counter() - t0
-        replayed = conn.replayed_last
         result = ToolResult(
-            identifier=ident, raw=raw, elapsed=elapsed, arguments=args, secrets=secrets, replayed=replayed
+            identifier=ident,
+            raw=raw,
+            elapsed=time.perf_counter() - t0,
+            arguments=args,
+            secrets=conn.secrets,
+            replayed=conn.replayed_last,
         )
         failed = result.error_message() if result.is_error else None
         structured = result.structured_content
         answer = ToolAnswer(result.is_error, structured, result.text if structured is None else "")
         size = answer_size(answer, raw.content)
-        self._remember_call(ident, args, started, t0, not result.is_error, failed, secrets, answer, size)
+        self._remember_call(ident, args, started, t0, not result.is_error, failed, conn.secrets, answer, size)
         return result
 
     def remember(self, record: CallRecord) -> None:

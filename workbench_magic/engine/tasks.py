@@ -113,7 +113,7 @@ async def call_as_task(
     """
     import mcp_types as types
 
-    created = await _send_task_call(session, name, arguments)
+    created = await _created(session, name, arguments)
     if isinstance(created, types.CallToolResult):
         return created  # the server ran it without a task
     task = created.task
@@ -162,6 +162,25 @@ async def call_as_task(
             waiting.cancel()
             with contextlib.suppress(BaseException):
                 await waiting
+
+
+async def _created(session: Any, name: str, arguments: Mapping[str, Any]) -> Any:
+    """The server's answer to a task-augmented call. A caller that stops while the server is still
+    making the task (a short timeout, an interrupt) waits for its id, shielded and bounded, to
+    cancel it: else the task runs on, its caller gone."""
+    import mcp_types as types
+
+    sending = asyncio.ensure_future(_send_task_call(session, name, arguments))
+    try:
+        return await asyncio.shield(sending)
+    except asyncio.CancelledError:
+        created = None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE), contextlib.suppress(Exception):
+            created = await sending
+        sending.cancel()
+        if isinstance(created, types.CreateTaskResult) and created.task.status not in TERMINAL:
+            await _cancel(session, created.task.task_id)
+        raise
 
 
 async def _send_task_call(session: Any, name: str, arguments: Mapping[str, Any]) -> Any:
