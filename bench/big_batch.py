@@ -40,7 +40,7 @@ def echo_server() -> Any:
 
 def big_batch(quick: bool) -> dict[str, Any]:
     from workbench_magic import Workbench
-    from workbench_magic.vocabulary.checkpoints import uses_parquet
+    from workbench_magic.api.batches.checkpoints import uses_parquet
 
     total = 50_000 if quick else 1_000_000
     warm = total // 20

@@ -3,7 +3,7 @@ worker processes (issue 42): 4,000 `echo` calls on our test server over stdio, i
 
 The cluster is started, and each worker's server connected, before the timing (one warm-up map):
 what is timed is the map itself. The workers map their partitions with workbenches of their own
-(api/dask_map.py); the local map runs at the same concurrency per process.
+(api/batches/dask_map.py); the local map runs at the same concurrency per process.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ MANY = 1000
 def schemas(quick: bool) -> dict[str, Any]:
     """The rows: check_schemas (goal < 1 s) and the rules alone."""
     from workbench_magic import Workbench
-    from workbench_magic.vocabulary.portability import PROVIDERS, judge
+    from workbench_magic.engine.rules.portability import judge
+    from workbench_magic.vocabulary.portability import PROVIDERS
 
     reps = 3 if quick else 10
     before = children(recursive=False)

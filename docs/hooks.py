@@ -253,12 +253,12 @@ class Section:
 
 def config() -> str:
     """A section per config model, from `WorkbenchConfig` down: a table of its keys."""
-    from workbench_magic.config import models
-    from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.config import settings
+    from workbench_magic.config.settings import WorkbenchConfig
 
     sections = config_sections(WorkbenchConfig)
     names = {s.model: s.model.__name__ for s in sections}
-    rules = (inspect.getdoc(models) or "").split("\n\n", 1)[-1]  # the module's docstring less its title line
+    rules = (inspect.getdoc(settings) or "").split("\n\n", 1)[-1]  # the module's docstring less its title line
     out: list[str] = ["## What the models check { #rules }", "", rules, ""]
     for section in sections:
         model = section.model

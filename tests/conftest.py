@@ -159,9 +159,9 @@ _running_test = ""  # the node id of the test being run (its fixtures' set-up an
 DIRECT = (
     "tests/engine/test_faults.py",
     "tests/serve/test_serve_close.py",
-    "tests/api/test_batches.py::test_a_row_that_cannot_be_sent_is_that_rows_error",
+    "tests/api/batches/test_run.py::test_a_row_that_cannot_be_sent_is_that_rows_error",
     "tests/api/test_calling.py::test_text_that_cannot_be_encoded_is_refused_and_the_calls_in_flight_go_on",
-    "tests/api/test_toolsets.py::test_an_agent_calls_through_the_workbench_on_one_session",
+    "tests/api/toolsets/test_making.py::test_an_agent_calls_through_the_workbench_on_one_session",
     "tests/api/test_workbench.py::test_partial_open_keeps_good_servers_and_leaks_nothing",
     "tests/api/test_workbench.py::test_same_server_name_in_two_toolboxes_is_two_processes",
     "tests/api/test_workbench.py::test_close_and_close_all_end_every_child",

@@ -93,7 +93,7 @@ def test_cli_reference_has_every_subcommand(hooks: ModuleType) -> None:
 
 def test_config_reference_has_every_key(hooks: ModuleType) -> None:
     from workbench_magic.config.auth import AuthConfig, OAuthOptions
-    from workbench_magic.config.models import ServerConfig, ToolboxConfig, WorkbenchConfig
+    from workbench_magic.config.settings import ServerConfig, ToolboxConfig, WorkbenchConfig
 
     text = hooks.config()
     for model in (WorkbenchConfig, ToolboxConfig, ServerConfig):

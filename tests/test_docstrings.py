@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import workbench_magic
-from workbench_magic.api.tracing import Trace
+from workbench_magic.api.records.tracing import Trace
 
 PACKAGE = Path(workbench_magic.__file__).parent
 

@@ -36,8 +36,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from workbench_magic import ToolResult, Workbench
 from workbench_magic.config.discovery import load_config
-from workbench_magic.config.models import WorkbenchConfig
 from workbench_magic.config.parser import _SERVER_KEYS, _TOOLBOX_KEYS, _TOP_KEYS, parse_config
+from workbench_magic.config.settings import WorkbenchConfig
 from workbench_magic.notebook.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.vocabulary.errors import (
     ConfigError,

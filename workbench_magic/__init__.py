@@ -46,10 +46,11 @@ from workbench_magic.vocabulary.errors import (
 from workbench_magic.vocabulary.version import __version__
 
 if TYPE_CHECKING:
-    from workbench_magic.api.apps import AppView
-    from workbench_magic.api.tasks import TaskHandle
+    from workbench_magic.api.apps.views import AppView
+    from workbench_magic.api.batches.batch import Batch, CheckpointBatch
+    from workbench_magic.api.tasks.handles import TaskHandle
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
-    from workbench_magic.vocabulary.batches import Batch, CheckpointBatch
+    from workbench_magic.engine.rules.surface import Diff, Snapshot
     from workbench_magic.vocabulary.chat import ChatTurn
     from workbench_magic.vocabulary.context_cost import ContextCost
     from workbench_magic.vocabulary.evaluations import EvalReport
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
     from workbench_magic.vocabulary.results import ToolResult
     from workbench_magic.vocabulary.schema_report import SchemaReport
     from workbench_magic.vocabulary.skills import Skill, SkillInfo
-    from workbench_magic.vocabulary.surface import Diff, Snapshot
 
 
 # A library's loggers stay quiet unless the application configures logging (servers' log
@@ -79,18 +79,18 @@ _LAZY = {
     "ToolIdentifier": "workbench_magic.vocabulary.identifiers",
     "ToolResult": "workbench_magic.vocabulary.results",
     "ToolInfo": "workbench_magic.vocabulary.listings",
-    "AppView": "workbench_magic.api.apps",
-    "Batch": "workbench_magic.vocabulary.batches",
-    "CheckpointBatch": "workbench_magic.vocabulary.batches",
+    "AppView": "workbench_magic.api.apps.views",
+    "Batch": "workbench_magic.api.batches.batch",
+    "CheckpointBatch": "workbench_magic.api.batches.batch",
     "ChatTurn": "workbench_magic.vocabulary.chat",
     "ContextCost": "workbench_magic.vocabulary.context_cost",
     "EvalReport": "workbench_magic.vocabulary.evaluations",
     "SchemaReport": "workbench_magic.vocabulary.schema_report",
     "Skill": "workbench_magic.vocabulary.skills",
     "SkillInfo": "workbench_magic.vocabulary.skills",
-    "Snapshot": "workbench_magic.vocabulary.surface",
-    "Diff": "workbench_magic.vocabulary.surface",
-    "TaskHandle": "workbench_magic.api.tasks",
+    "Snapshot": "workbench_magic.engine.rules.surface",
+    "Diff": "workbench_magic.engine.rules.surface",
+    "TaskHandle": "workbench_magic.api.tasks.handles",
     "ToolsChanged": "workbench_magic.vocabulary.events",
     "ResourcesChanged": "workbench_magic.vocabulary.events",
     "PromptsChanged": "workbench_magic.vocabulary.events",

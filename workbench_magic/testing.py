@@ -6,7 +6,7 @@ a value before it is compared.
 
 from __future__ import annotations
 
+from workbench_magic.engine.rules.surface import schema_breaks
 from workbench_magic.vocabulary.jsonpath import without
-from workbench_magic.vocabulary.surface import schema_breaks
 
 __all__ = ["schema_breaks", "without"]

@@ -58,7 +58,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from workbench_magic import Workbench
-from workbench_magic.api.models import resolve_model
+from workbench_magic.api.models.resolving import resolve_model
 from workbench_magic.config.defaults import default_config_dict
 from workbench_magic.engine.cassette import MODEL as MODEL_TURN
 from workbench_magic.engine.cassette import Cassette

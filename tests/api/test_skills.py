@@ -175,7 +175,7 @@ class Scripted:
 
 
 def test_chat_gives_the_model_the_skills_instructions(wb: Workbench, folder: Path) -> None:
-    from workbench_magic.api.chat_agent import INSTRUCTIONS
+    from workbench_magic.api.models.chat_agent import INSTRUCTIONS
 
     model = Scripted()
     wb.chat("Clean data.csv", toolbox="t", model=model.model(), skills="t/s/csv-cleaning")

@@ -11,8 +11,8 @@ import pydantic
 import pytest
 
 from workbench_magic.config.discovery import find_config, load_config
-from workbench_magic.config.models import ServerConfig, ToolboxConfig, WorkbenchConfig, normalize_transport
 from workbench_magic.config.parser import parse_config
+from workbench_magic.config.settings import ServerConfig, ToolboxConfig, WorkbenchConfig, normalize_transport
 from workbench_magic.vocabulary.errors import ConfigError, ServerNotFoundError, ToolboxNotFoundError
 
 SRC = "/x/workbench-config.json"

@@ -140,7 +140,7 @@ DANGLING = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}
 def test_a_dangling_ref_is_an_argument_error_naming_the_tool_and_the_ref() -> None:
     """Issue 53: `check_schemas` flagged a `$ref` to a missing definition while calls went out
     unchecked. One rule: the same words at call time, as the tool's argument error."""
-    from workbench_magic.vocabulary.portability import judge
+    from workbench_magic.engine.rules.portability import judge
 
     said = "$ref '#/$defs/Missing' points to nothing"
     assert any(said in reason for reason in judge(DANGLING, "openai").reasons)  # what check_schemas says

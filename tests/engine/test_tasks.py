@@ -1,4 +1,4 @@
-"""MCP tasks (engine/tasks.py, engine/jobs.py, api/tasks.py) against the pinned npm server-everything:
+"""MCP tasks (engine/tasks.py, engine/jobs.py, api/tasks/handles.py) against the pinned npm server-everything:
 `simulate-research-query` requires a task (four stages of about a second; with `ambiguous` it asks
 for a clarification mid-way), and its `trigger-*-async` tools need client-side tasks."""
 

@@ -1,5 +1,5 @@
 """A server whose answers and surface change with its environment, for the tests of exported
-regression tests, snapshots and diffs (tests/api/test_regression.py).
+regression tests, snapshots and diffs (tests/api/records/test_regression.py).
 
 Run it as ``python tests/servers/surfaceserver.py`` (stdio). Environment:
 

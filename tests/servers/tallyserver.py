@@ -1,5 +1,5 @@
 """A server that counts its calls on disk, for the tests of resumable batches
-(tests/api/test_batch_checkpoints.py): whatever becomes of the client (interrupted, killed), the
+(tests/api/batches/test_checkpoints.py): whatever becomes of the client (interrupted, killed), the
 file says which calls the server answered.
 
     python tests/servers/tallyserver.py TALLY_FILE

@@ -1,5 +1,5 @@
 """How a trace's messages group into exchanges and draw (vocabulary/trace.py). The messages are
-written out as the wire has them; tests/api/test_tracing.py records them from real servers."""
+written out as the wire has them; tests/api/records/test_tracing.py records them from real servers."""
 
 from __future__ import annotations
 

@@ -14,17 +14,17 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench_magic.api.asking import waiting_channel
-from workbench_magic.api.batches import run_batch
-from workbench_magic.api.dask_map import is_dask_frame
-from workbench_magic.api.server_features import parse_identifier
-from workbench_magic.api.tasks import TaskHandle, TaskList, following, handle_of, noting, start_job
+from workbench_magic.api.batches.dask_map import is_dask_frame
+from workbench_magic.api.batches.run import run_batch
+from workbench_magic.api.targets import parse_identifier
+from workbench_magic.api.tasks.handles import TaskHandle, TaskList, following, handle_of, noting, start_job
 from workbench_magic.engine.runtime import Call, Channel, LoopChannel, at_the_caller
 from workbench_magic.vocabulary.arguments import given_arguments, has_null, leave_out_nulls, refuse_missing
 from workbench_magic.vocabulary.errors import NotFoundError, UsageError, WorkbenchError, task_not_found
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.api.apps import AppHost, HostWorkbench
+    from workbench_magic.api.apps.views import AppHost, HostWorkbench
     from workbench_magic.api.context import Context
     from workbench_magic.engine.core import Prepare
     from workbench_magic.engine.requesting import ProgressCallback
@@ -76,7 +76,7 @@ class Calls:
         self._map_dask = map_dask
 
     def _app_host(self) -> AppHost:
-        from workbench_magic.api.apps import AppHost
+        from workbench_magic.api.apps.views import AppHost
 
         context = self._context
 
@@ -312,7 +312,7 @@ class Calls:
         """An interrupted call of a UI tool: `exc.app` is its view, told `tool-cancelled`."""
         if not self._render_apps():
             return
-        from workbench_magic.api.apps import give_cancelled_view
+        from workbench_magic.api.apps.views import give_cancelled_view
 
         try:
             ident = parse_identifier(identifier)
@@ -356,11 +356,11 @@ class Calls:
         )
         if not self._render_apps():
             return await call
-        from workbench_magic.api.apps import with_view
+        from workbench_magic.api.apps.views import with_view
 
         return await with_view(call, self._app_host(), ident, args)
 
-    # ---- long-running work (api/tasks.py) ---------------------------------------------------
+    # ---- long-running work (api/tasks/handles.py) ---------------------------------------------------
     def start(
         self,
         target: Any,

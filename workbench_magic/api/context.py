@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from workbench_magic.engine.runtime import at_the_caller
 
 if TYPE_CHECKING:
-    from workbench_magic.api.model_turns import ModelHost
     from workbench_magic.api.presenting import Presenters
-    from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.config.settings import WorkbenchConfig
     from workbench_magic.engine.cassette_deck import CassetteDeck
     from workbench_magic.engine.core import Core
+    from workbench_magic.engine.model_exchanges import ModelHost
     from workbench_magic.engine.runtime import Channel, LoopThread, QueueChannel
 
 T = TypeVar("T")
@@ -75,7 +75,7 @@ class Context:
     def model_host(self) -> ModelHost:
         """The one `ModelHost` of the workbench: where its models' turns are recorded, replayed and traced."""
         if self._model_host is None:
-            from workbench_magic.api.model_turns import ModelHost
+            from workbench_magic.engine.model_exchanges import ModelHost
 
             self._model_host = ModelHost(self.loop, self.deck, self.core)
         return self._model_host

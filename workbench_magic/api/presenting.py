@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from workbench_magic.vocabulary.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from workbench_magic.api.apps import AppView
-    from workbench_magic.api.tasks import TaskHandle
+    from workbench_magic.api.apps.views import AppView
+    from workbench_magic.api.tasks.handles import TaskHandle
     from workbench_magic.engine.clientside import Asker
     from workbench_magic.vocabulary.chat import ChatView
 

@@ -30,23 +30,21 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default, obser
 from traitlets.config import Config, Configurable
 
 from workbench_magic.api.asking import waiting_channel
+from workbench_magic.api.batches.dask_map import PartitionSpec, map_dask, map_partition
 from workbench_magic.api.calling import Calls
-from workbench_magic.api.chat import Chat, TurnSettings
-from workbench_magic.api.client_features import ClientFeatures
 from workbench_magic.api.context import Context
-from workbench_magic.api.context_cost import ContextCosts
-from workbench_magic.api.dask_map import PartitionSpec, map_dask, map_partition
 from workbench_magic.api.delegation import delegate, delegate_property
-from workbench_magic.api.evaluation import Evaluations
-from workbench_magic.api.models import ModelOrName
-from workbench_magic.api.opening import Toolboxes
-from workbench_magic.api.portability import Portability
-from workbench_magic.api.records import Records
-from workbench_magic.api.server_features import (
-    ServerFeatures,
-)
-from workbench_magic.api.toolboxes import OpenedToolbox
-from workbench_magic.api.toolsets import Toolsets
+from workbench_magic.api.features.client_features import ClientFeatures
+from workbench_magic.api.features.server_features import ServerFeatures
+from workbench_magic.api.judging.evaluations import Evaluations
+from workbench_magic.api.judging.portability import Portability
+from workbench_magic.api.models.chat import Chat, TurnSettings
+from workbench_magic.api.models.context_cost import ContextCosts
+from workbench_magic.api.models.resolving import ModelOrName
+from workbench_magic.api.records.recording import Records
+from workbench_magic.api.toolboxes.handles import OpenedToolbox
+from workbench_magic.api.toolboxes.opening import Toolboxes
+from workbench_magic.api.toolsets.making import Toolsets
 from workbench_magic.engine.cassette_deck import CassetteDeck
 from workbench_magic.engine.clientside import LOG_LEVELS
 from workbench_magic.engine.core import Core, Options
@@ -65,7 +63,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from workbench_magic.api.presenting import Presenters
-    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.config.settings import ServerConfig, WorkbenchConfig
     from workbench_magic.engine.clientside import AuthorizationHandler, ElicitationHandler, SamplingHandler
 
 logger = logging.getLogger("workbench_magic")
@@ -257,7 +255,7 @@ class Workbench(
             self.record(record)
 
     def _resolve_model(self, model: Model | str | None) -> Model:
-        from workbench_magic.api.models import resolve_model
+        from workbench_magic.api.models.resolving import resolve_model
 
         return resolve_model(self, model)
 
@@ -274,7 +272,7 @@ class Workbench(
         return self._context.deck
 
     def _model_sampler(self, model: Model | str) -> SamplingHandler:
-        from workbench_magic.api.models import ModelSampler
+        from workbench_magic.api.models.resolving import ModelSampler
 
         return ModelSampler(self, model)
 
@@ -313,8 +311,8 @@ class Workbench(
 
     def _load(self, source: Any) -> WorkbenchConfig:
         from workbench_magic.config.discovery import load_config
-        from workbench_magic.config.models import WorkbenchConfig
         from workbench_magic.config.parser import parse_config
+        from workbench_magic.config.settings import WorkbenchConfig
 
         if isinstance(source, WorkbenchConfig):
             return load_config(source)
@@ -350,7 +348,7 @@ class Workbench(
         The whole is checked first (`ConfigError`: nothing changes); the loop's deck takes it,
         with the cassettes of its toolboxes' `"replay"` (read here, not on the loop).
         """
-        from workbench_magic.config.models import with_server
+        from workbench_magic.config.settings import with_server
         from workbench_magic.engine.cassette_deck import read_config_replays
 
         added = self._added if added is None else MappingProxyType(dict(added))
@@ -548,7 +546,7 @@ class Workbench(
             ```
         """
         toolbox, name = self._new_server_target(target)
-        from workbench_magic.config.models import ServerConfig
+        from workbench_magic.config.settings import ServerConfig
         from workbench_magic.engine.inprocess import is_server
 
         if not (is_server(server) or callable(server)):

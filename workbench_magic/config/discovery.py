@@ -14,8 +14,8 @@ from typing import Any
 
 from workbench_magic.config.defaults import EMBEDDED_SOURCE, default_config_dict
 from workbench_magic.config.messages import config_error
-from workbench_magic.config.models import DICT_SOURCE, WorkbenchConfig
 from workbench_magic.config.parser import parse_config, read_config_json
+from workbench_magic.config.settings import DICT_SOURCE, WorkbenchConfig
 
 __all__ = ["CONFIG_ENV_VAR", "CONFIG_FILENAME", "find_config", "load_config"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench_magic.config.messages import config_error, json_path
-from workbench_magic.config.models import DICT_SOURCE, ServerConfig, ToolboxConfig, WorkbenchConfig
+from workbench_magic.config.settings import DICT_SOURCE, ServerConfig, ToolboxConfig, WorkbenchConfig
 from workbench_magic.vocabulary.errors import ConfigError, first_line
 
 __all__ = ["DEFAULT_TOOLBOX", "SCHEMA_KEY", "parse_config", "read_config_json"]

@@ -34,14 +34,14 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from workbench_magic.config.auth import GRANTS, SIGNING_ALGORITHMS, TOKEN_ENDPOINT_AUTH_METHODS, OAuthOptions
-from workbench_magic.config.models import (
+from workbench_magic.config.parser import SCHEMA_KEY
+from workbench_magic.config.settings import (
     TRANSPORT_SPELLINGS,
     ServerConfig,
     ToolboxConfig,
     Transport,
     WorkbenchConfig,
 )
-from workbench_magic.config.parser import SCHEMA_KEY
 
 __all__ = ["SCHEMA_FILE", "SCHEMA_ID", "config_schema", "schema_text"]
 

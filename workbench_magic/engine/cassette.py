@@ -5,7 +5,7 @@ protocol, its tool list with schemas, and the resource and prompt lists when the
 for; a server is described once it is called, or once a recorded model turn was offered its tools),
 and one entry per interaction: a tool call, a resource read or a prompt get, with its
 identifier, arguments, the raw MCP result and the elapsed time; or a model turn (`MODEL`: a
-chat's or a sampling model's request and response, as api/model_turns.py writes and matches them).
+chat's or a sampling model's request and response, as engine/model_exchanges.py writes and matches them).
 The text is indented, in a fixed order, so a re-recorded cassette diffs line by line. Secrets
 (the config's `${VAR}` values, `env` and `headers`) are masked in the whole file before it is written.
 
@@ -37,7 +37,7 @@ KINDS = ("tool", "resource", "prompt")
 """What an interaction is: a tool call, a resource read (`name` = the URI), a prompt get."""
 MODEL = "model"
 """The kind of a model turn: a request to a language model (`name` = the model) and its response,
-as `request` and `response` instead of `arguments` and `result` (api/model_turns.py writes and reads them)."""
+as `request` and `response` instead of `arguments` and `result` (engine/model_exchanges.py writes and reads them)."""
 
 _SHOWN_ARGUMENTS = 200
 

@@ -27,7 +27,7 @@ from workbench_magic.vocabulary.errors import ConnectError
 from workbench_magic.vocabulary.masking import mask_value
 
 if TYPE_CHECKING:
-    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.config.settings import ServerConfig, WorkbenchConfig
 
 REPLAY_TRANSPORT = "replay"
 """The transport a replayed server shows in status tables."""
@@ -73,7 +73,7 @@ class CassetteDeck:
         *,
         servers: Iterable[Connection] = (),
     ) -> None:
-        """A model turn answered live (api/model_turns.py), recorded while one records, with the tool
+        """A model turn answered live (engine/model_exchanges.py), recorded while one records, with the tool
         lists of `servers` (those whose tools the request offered: a replay offers the same)."""
         if self.recorder is not None:
             self.recorder.add_model(name, request, response, elapsed, servers=servers)
@@ -124,7 +124,7 @@ class CassetteDeck:
 
 def _merge(settings: WorkbenchConfig, replays: tuple[Replay, ...]) -> WorkbenchConfig:
     """The config plus the toolboxes and servers only the cassettes know (a placeholder config each)."""
-    from workbench_magic.config.models import ServerConfig, ToolboxConfig
+    from workbench_magic.config.settings import ServerConfig, ToolboxConfig
 
     toolboxes = dict(settings.toolboxes)
     changed = False

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from workbench_magic.engine.runtime import Channel, Upstream
+from workbench_magic.engine.runtime import Channel, UpstreamClient
 from workbench_magic.vocabulary.errors import WorkbenchError
 from workbench_magic.vocabulary.masking import mask_value
 
@@ -66,7 +66,7 @@ class Asker(Protocol):
     def url(self, server: str, message: str, url: str) -> Any: ...
 
 
-class Connection(Protocol):
+class AskingConnection(Protocol):
     """What the client side needs of the connection a server asked through (engine/connection.py's
     `Connection` is one): who it is, what it declared, and who waits on it now."""
 
@@ -192,7 +192,7 @@ async def _call_handler(handler: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> Upstream | None:
+def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> UpstreamClient | None:
     """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it."""
     upstream = channel.upstream if channel is not None else None
     return upstream if upstream is not None and upstream.offers(kind, url=url) else None
@@ -213,7 +213,7 @@ class ClientSide:
         self.roots_source: RootsSource | None = None
         """Where roots come from outside a call (serve's stdio client), if anywhere but `wb.roots`."""
 
-    def callbacks(self, conn: Connection) -> dict[str, Any]:
+    def callbacks(self, conn: AskingConnection) -> dict[str, Any]:
         """The SDK client's callbacks for `conn`: what it declares follows from which are set
         (sampling only while a handler is set, roots unless the server's config says false)."""
 
@@ -252,7 +252,7 @@ class ClientSide:
         return True
 
     # -- sampling
-    async def sample(self, conn: Connection, params: Any, channel: Channel | None = None) -> Any:
+    async def sample(self, conn: AskingConnection, params: Any, channel: Channel | None = None) -> Any:
         from mcp_types import ErrorData
 
         handler = self._handlers().sampling_handler
@@ -276,7 +276,7 @@ class ClientSide:
         self._log(conn, "sampling", asked, answer if answer is not None else result.model_dump(), started, t0)
         return result
 
-    def _person_as_model(self, conn: Connection, channel: Channel | None) -> Callable[..., Any]:
+    def _person_as_model(self, conn: AskingConnection, channel: Channel | None) -> Callable[..., Any]:
         """`sampling_handler = "ask"`: the person writes the model's reply, where the call was made."""
 
         async def ask(messages: list[Any], params: Any) -> Any:
@@ -294,7 +294,7 @@ class ClientSide:
         return ask
 
     # -- elicitation
-    async def elicit(self, conn: Connection, params: Any, channel: Channel | None) -> Any:
+    async def elicit(self, conn: AskingConnection, params: Any, channel: Channel | None) -> Any:
         from mcp_types import ElicitResult
 
         handler = self._handlers().elicitation_handler
@@ -325,7 +325,7 @@ class ClientSide:
         return result
 
     async def _ask_person(
-        self, conn: Connection, message: str, schema: dict[str, Any], url: str | None, channel: Channel | None
+        self, conn: AskingConnection, message: str, schema: dict[str, Any], url: str | None, channel: Channel | None
     ) -> Any:
         asker = getattr(channel, "asker", None) if channel is not None else None
         if channel is None or asker is None:
@@ -346,7 +346,7 @@ class ClientSide:
             return await asyncio.wrap_future(future)
 
     # -- roots
-    def own_roots(self, conn: Connection) -> tuple[str, ...] | None:
+    def own_roots(self, conn: AskingConnection) -> tuple[str, ...] | None:
         """The server's own roots (`wb.set_roots`, else its config's `"roots": [...]`), which win
         over every other; None when it follows the client's."""
         override = self.roots.get((conn.toolbox, conn.name))
@@ -357,15 +357,15 @@ class ClientSide:
             return tuple(root_uri(r) for r in configured)
         return None
 
-    def follows_roots(self, conn: Connection) -> bool:
+    def follows_roots(self, conn: AskingConnection) -> bool:
         """Whether the server is told the client's roots (neither `"roots": false` nor its own)."""
         return getattr(conn.config, "roots", None) is not False and self.own_roots(conn) is None
 
-    def roots_of(self, conn: Connection) -> tuple[str, ...]:
+    def roots_of(self, conn: AskingConnection) -> tuple[str, ...]:
         own = self.own_roots(conn)
         return own if own is not None else self._handlers().roots
 
-    async def list_roots(self, conn: Connection) -> Any:
+    async def list_roots(self, conn: AskingConnection) -> Any:
         """A server's own roots; else those of the client of the call in flight (serve), else the
         roots source's (serve's stdio client), else `wb.roots` (none until set)."""
         from mcp_types import ErrorData, ListRootsResult, Root
@@ -397,7 +397,7 @@ class ClientSide:
         return result
 
     # -- log messages
-    def log_message(self, conn: Connection, params: Any, channel: Channel | None) -> None:
+    def log_message(self, conn: AskingConnection, params: Any, channel: Channel | None) -> None:
         level = str(params.level)
         data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
         line = f"[{level}] {params.logger + ': ' if params.logger else ''}{data}"
@@ -414,7 +414,15 @@ class ClientSide:
             channel.post(lambda: notice(text))
 
     def _log(
-        self, conn: Connection, kind: str, asked: Any, answered: Any, started: float, t0: float, *, ok: bool = True
+        self,
+        conn: AskingConnection,
+        kind: str,
+        asked: Any,
+        answered: Any,
+        started: float,
+        t0: float,
+        *,
+        ok: bool = True,
     ) -> None:
         secrets = conn.secrets
         self._remember(

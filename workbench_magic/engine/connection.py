@@ -47,7 +47,7 @@ from workbench_magic.vocabulary.masking import mask
 if TYPE_CHECKING:
     from mcp import Client
 
-    from workbench_magic.config.models import ServerConfig
+    from workbench_magic.config.settings import ServerConfig
     from workbench_magic.engine.clientside import ClientSide
 
 logger = logging.getLogger("workbench_magic")

@@ -54,7 +54,7 @@ from workbench_magic.vocabulary.masking import mask, mask_value
 from workbench_magic.vocabulary.results import ToolResult
 
 if TYPE_CHECKING:
-    from workbench_magic.config.models import ServerConfig, WorkbenchConfig
+    from workbench_magic.config.settings import ServerConfig, WorkbenchConfig
     from workbench_magic.engine.listening import ListKind
     from workbench_magic.engine.requesting import ProgressCallback
     from workbench_magic.vocabulary.identifiers import ToolIdentifier

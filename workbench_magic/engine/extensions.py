@@ -1,7 +1,7 @@
 """The MCP extensions the client offers servers at connect (the `extensions` of its capabilities).
 
 - MCP Apps (`io.modelcontextprotocol/ui`), offered while `render_apps` is on. What the workbench
-  does with a tool's app is the API layer's (api/apps.py); here is only what servers are told, so
+  does with a tool's app is the API layer's (api/apps/views.py); here is only what servers are told, so
   that they list their UI tools and send app pages.
 - Skills (`io.modelcontextprotocol/skills`, SEP-2640), always: `skills/list`, `skills/get` and
   `skill://` resources (skills.py).

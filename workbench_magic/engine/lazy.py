@@ -26,7 +26,7 @@ from workbench_magic.vocabulary.listings import IDLE
 from workbench_magic.vocabulary.version import __version__
 
 if TYPE_CHECKING:
-    from workbench_magic.config.models import ServerConfig
+    from workbench_magic.config.settings import ServerConfig
     from workbench_magic.vocabulary.listings import ToolInfo
 
 logger = logging.getLogger("workbench_magic")

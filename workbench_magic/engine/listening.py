@@ -24,7 +24,7 @@ from workbench_magic.vocabulary.listings import ToolInfo
 if TYPE_CHECKING:
     from mcp import Client
 
-    from workbench_magic.config.models import ServerConfig
+    from workbench_magic.config.settings import ServerConfig
     from workbench_magic.engine.requesting import InFlight
 
 logger = logging.getLogger("workbench_magic")

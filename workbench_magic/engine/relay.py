@@ -45,7 +45,7 @@ _PREFIX = "wb-"
 """The relay's request ids: `wb-1`, `wb-2`, ... (the SDK's are integers)."""
 
 
-class Answer:
+class RelayedAnswer:
     """A line of the server's stdout that answers a relayed call, parsed, on its way to the relay
     through the session's read stream."""
 
@@ -81,16 +81,16 @@ class Relay:
         """`send(line)`: put one encoded line in the transport's writer queue, behind the session's."""
         self._send = send
 
-    def answer_of(self, message: object) -> Answer | None:
+    def answer_of(self, message: object) -> RelayedAnswer | None:
         """The answer to a relayed call that `message` (one line of the server's stdout, parsed) is, else None."""
         if not self._pending or not isinstance(message, dict) or "method" in message:
             return None
         request_id = message.get("id")
         if not isinstance(request_id, str) or request_id not in self._pending:
             return None
-        return Answer(message)
+        return RelayedAnswer(message)
 
-    def deliver(self, answer: Answer) -> None:
+    def deliver(self, answer: RelayedAnswer) -> None:
         """Hand a relayed call its answer (when the session has taken in what came before it)."""
         waiting = self._pending.pop(answer.message["id"], None)
         if waiting is not None and not waiting.done():
@@ -175,7 +175,7 @@ class RelayedRead(ReadStreamWrapper):
     async def receive(self) -> Any:
         while True:
             item = await self._inner.receive()
-            if type(item) is not Answer:
+            if type(item) is not RelayedAnswer:
                 return item
             self._relay.deliver(item)
 
@@ -184,4 +184,4 @@ def _line(message: dict[str, Any]) -> bytes:
     return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-__all__ = ["RELAY_SWITCH", "Answer", "Relay", "RelayedRead"]
+__all__ = ["RELAY_SWITCH", "Relay", "RelayedAnswer", "RelayedRead"]

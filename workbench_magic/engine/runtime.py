@@ -80,7 +80,7 @@ def clean(exc: BaseException) -> BaseException:
 
 
 # ---- channels back to the caller ----------------------------------------------------------
-class Upstream(Protocol):
+class UpstreamClient(Protocol):
     """The client in front of the workbench that a served call came from (serve/forwarding.py):
     what a downstream server asks or tells during the call goes on to it."""
 
@@ -106,7 +106,7 @@ class Channel:
 
     asker: Any = None
     notice: Callable[[str], None] | None = None
-    upstream: Upstream | None = None
+    upstream: UpstreamClient | None = None
 
     def post(self, fn: Callable[[], object]) -> None:
         raise NotImplementedError

@@ -122,7 +122,7 @@ def allows_null(schema: dict[str, Any], name: str) -> bool:
 
 def dangling_ref(schema: Any) -> str | None:
     """The first local `$ref` in `schema` that points to nothing in it, else None."""
-    from workbench_magic.vocabulary.portability import local_target
+    from workbench_magic.engine.rules.portability import local_target
 
     pending: list[Any] = [schema]
     while pending:
@@ -320,7 +320,7 @@ def validate_arguments(tool: ToolInfo, arguments: dict[str, Any]) -> None:
         )
     validator, dangling = _compiled(tool.input_schema)
     if dangling is not None:
-        from workbench_magic.vocabulary.portability import points_to_nothing
+        from workbench_magic.engine.rules.portability import points_to_nothing
 
         detail = f"its input schema cannot be checked: {points_to_nothing(dangling)}"
         raise invalid_arguments(tool.name, detail, server=tool.server, toolbox=tool.toolbox)

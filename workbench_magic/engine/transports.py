@@ -21,7 +21,7 @@ from workbench_magic.engine.sdk.transports import KEEPALIVE_EXPIRY as KEEPALIVE_
 from workbench_magic.engine.sdk.transports import http_client
 
 if TYPE_CHECKING:
-    from workbench_magic.config.models import ServerConfig
+    from workbench_magic.config.settings import ServerConfig
     from workbench_magic.engine.boundary import HttpStatus
     from workbench_magic.engine.relay import Relay
 

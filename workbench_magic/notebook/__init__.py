@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import os
 
-    from workbench_magic.api.apps import AppView
+    from workbench_magic.api.apps.views import AppView
     from workbench_magic.api.presenting import Presenters
-    from workbench_magic.api.tasks import TaskHandle
+    from workbench_magic.api.tasks.handles import TaskHandle
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.engine.clientside import Asker
     from workbench_magic.vocabulary.chat import ChatView

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from IPython.core.interactiveshell import InteractiveShell
 
-    from workbench_magic.api.tracing import Trace
+    from workbench_magic.api.records.tracing import Trace
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.vocabulary.results import ToolResult
 
@@ -271,7 +271,7 @@ class WorkbenchMagics(Magics):
         return TextView(f"Exported the session to {self.workbench.export_notebook(ns.path)}")
 
     def _cmd_evaluate(self, args: list[str]) -> Any:
-        from workbench_magic.api.evaluation import read_cases
+        from workbench_magic.api.judging.evaluations import read_cases
 
         p = self._parser("evaluate")
         p.add_argument("path")

@@ -13,9 +13,9 @@ from workbench_magic.vocabulary.masking import mask
 from workbench_magic.vocabulary.rendering import description_html, description_text
 
 if TYPE_CHECKING:
-    from workbench_magic.api.tasks import TaskHandle
+    from workbench_magic.api.tasks.handles import TaskHandle
     from workbench_magic.api.workbench import Workbench
-    from workbench_magic.config.models import WorkbenchConfig
+    from workbench_magic.config.settings import WorkbenchConfig
 
 
 def _esc(value: object) -> str:

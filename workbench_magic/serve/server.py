@@ -57,7 +57,7 @@ from workbench_magic.vocabulary.served import (
 logger = logging.getLogger("workbench_magic.server")
 
 Mode = Literal["proxy", "dynamic"]
-Answer = types.CallToolResult | types.InputRequiredResult
+ServedAnswer = types.CallToolResult | types.InputRequiredResult
 """A call's answer: its result, or (2026-07-28 clients) a downstream question to answer first."""
 MAX_TOOL_NAME = 64
 SERVE_HISTORY_LIMIT = 1_000
@@ -182,7 +182,7 @@ class WorkbenchServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(context)
-        handler: Callable[[dict[str, Any], Context[Any, Any] | None], Awaitable[Answer]] | None = {
+        handler: Callable[[dict[str, Any], Context[Any, Any] | None], Awaitable[ServedAnswer]] | None = {
             "list_toolboxes": self._list_toolboxes,
             "open_toolbox": self._open_toolbox,
             "close_toolbox": self._close_toolbox,
@@ -230,7 +230,7 @@ class WorkbenchServer(MCPServer):
             self._tell_after_answer()
         return _text_result({"toolbox": name, "closed": was_open})
 
-    async def _use_tool(self, arguments: dict[str, Any], context: Any) -> Answer:
+    async def _use_tool(self, arguments: dict[str, Any], context: Any) -> ServedAnswer:
         ident = parse_identifier(arguments["tool"])
         if not for_model(self._known_tool(ident)):
             where = f"in server '{ident.server}' (toolbox '{ident.toolbox}')"
@@ -281,7 +281,9 @@ class WorkbenchServer(MCPServer):
         found = self.workbench.search(query) if query.strip() else self.workbench.tools()
         return _text_result({"query": query, "tools": [t.to_dict() for t in found if for_model(t)]})
 
-    async def _forward(self, ident: Any, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Answer:
+    async def _forward(
+        self, ident: Any, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> ServedAnswer:
         """The downstream result unchanged; failures as errors with the toolbox/server/tool context.
         What the downstream server asks or tells meanwhile goes to the upstream client (forwarding.py)."""
         if not isinstance(arguments, dict):

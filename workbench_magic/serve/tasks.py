@@ -32,7 +32,7 @@ from workbench_magic.engine.extensions import TASKS_EXTENSION_ID
 from workbench_magic.vocabulary.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from workbench_magic.api.tasks import TaskHandle
+    from workbench_magic.api.tasks.handles import TaskHandle
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.vocabulary.identifiers import ToolIdentifier
 

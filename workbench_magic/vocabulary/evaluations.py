@@ -4,7 +4,7 @@ A report holds one `EvalCase` per case (its prompt, what it expected, its `EvalR
 table: per case its pass rate over the runs, the tools called, tokens and time per run, and the
 failing runs with their reason. It saves as JSON (`save`, `EvalReport.load`) and becomes a
 DataFrame (`to_pandas`, one row per run). Plain data: no framework import; pandas is imported by
-`to_pandas()` only. The runs themselves are api/evaluation.py's.
+`to_pandas()` only. The runs themselves are api/judging/evaluations.py's.
 """
 
 from __future__ import annotations

@@ -8,8 +8,12 @@ would have fitted is harmless: every rule here errs on that side. A string is ne
 
 from __future__ import annotations
 
+import keyword
 import math
+import os
+import re
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 LINE_LENGTH = 88
@@ -115,4 +119,59 @@ def call(target: str, function: str, arguments: list[Any], *, indent: int = 1) -
     return f"{pad}{target} = {function}(\n" + "\n".join(lines) + f"\n{pad})"
 
 
-__all__ = ["LINE_LENGTH", "assert_equal", "call", "fits", "flat", "literal", "string", "width"]
+__all__ = [
+    "LINE_LENGTH",
+    "assert_equal",
+    "call",
+    "fits",
+    "flat",
+    "literal",
+    "path_constant",
+    "path_from_module",
+    "string",
+    "unique_test_name",
+    "width",
+]
+
+NAME_ROOM = 48
+"""Longest test name: `def NAME(wb: Workbench) -> None:` stays within the line length."""
+
+
+def path_from_module(path: Path, module: Path) -> str:
+    """`path` as the test module finds it from its own folder: relative when they share a folder
+    below the root, else absolute."""
+    target, folder = path.resolve(), module.resolve().parent
+    try:
+        shared = os.path.commonpath([target, folder])
+    except ValueError:  # another drive on Windows
+        return target.as_posix()
+    if Path(shared).parent == Path(shared):  # only the root in common
+        return target.as_posix()
+    return Path(os.path.relpath(target, folder)).as_posix()
+
+
+def path_constant(name: str, path: str) -> str:
+    """`NAME = ...` for `path` (relative to the test module, or absolute), as ruff formats it."""
+    if Path(path).is_absolute():
+        one = f"{name} = Path({string(path)})"
+        return one if width(one) <= LINE_LENGTH else f"{name} = Path(\n{INDENT}{string(path)}\n)"
+    one = f"{name} = Path(__file__).parent / {string(path)}"
+    if width(one) <= LINE_LENGTH:
+        return one
+    inner = f"{INDENT}Path(__file__).parent / {string(path)}"
+    if width(inner) <= LINE_LENGTH:
+        return f"{name} = (\n{inner}\n)"
+    return f"{name} = (\n{INDENT}Path(__file__).parent\n{INDENT}/ {string(path)}\n)"
+
+
+def unique_test_name(stem: str, names: set[str]) -> str:
+    """A test function's name made of `stem` (an identifier, not a keyword), not yet in `names`
+    (which it joins)."""
+    name = re.sub(r"\W+", "_", stem).strip("_").lower()[:NAME_ROOM].rstrip("_")
+    if keyword.iskeyword(name):
+        name += "_"
+    unique, n = name, 2
+    while unique in names:
+        unique, n = f"{name}_{n}", n + 1
+    names.add(unique)
+    return unique

@@ -68,7 +68,7 @@ def find_table(data: Any) -> list[dict[str, Any]] | dict[str, list[Any]] | None:
 
 
 class ToolApp(Protocol):
-    """A result's MCP App, as results see it (api/apps.py's `AppView` is the one there is).
+    """A result's MCP App, as results see it (api/apps/views.py's `AppView` is the one there is).
 
     A result shows `note` where no app can run and lets `widget_bundle` put the app in its
     display data; the rest is what the app offers its user (DESIGN: `.html`, `.handle`,

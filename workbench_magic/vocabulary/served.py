@@ -4,7 +4,7 @@ The five meta-tools (`META_TOOLS`: names, descriptions, input schemas and the ke
 their annotations), the initialize `instructions`, the `open_toolbox` answer
 (`open_toolbox_answer`, as JSON text by `answer_text`) and dynamic mode's registered tools
 (`registered_name`, `registered_description`, `registered_meta`). serve/server.py turns them into
-the SDK's types; `wb.context_cost` (api/context_cost.py) measures what a model reads of them.
+the SDK's types; `wb.context_cost` (api/models/context_cost.py) measures what a model reads of them.
 No SDK import: the api layer below serve uses this too.
 """
 

@@ -121,7 +121,7 @@ async def stdio_transport(
     from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
 
-    from workbench_magic.engine.relay import Answer, RelayedRead
+    from workbench_magic.engine.relay import RelayedAnswer, RelayedRead
 
     environment = get_default_environment() | env
     process = await anyio.open_process(
@@ -135,7 +135,7 @@ async def stdio_transport(
     stop.process_group = process.pid  # start_new_session: the leader's pid is the group's
     _widen_stdout(process)
     # No await until the task group is entered: a cancellation in the gap would leak the process.
-    reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception | Answer](0)
+    reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception | RelayedAnswer](0)
     write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage | bytes](0)
     writer_done = anyio.Event()
     closing = False

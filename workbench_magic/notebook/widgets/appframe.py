@@ -20,10 +20,10 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-from workbench_magic.api.apps import MAX_HEIGHT, AppError
+from workbench_magic.api.apps.views import MAX_HEIGHT, AppError
 
 if TYPE_CHECKING:
-    from workbench_magic.api.apps import AppView
+    from workbench_magic.api.apps.views import AppView
     from workbench_magic.vocabulary.events import Event
 
 _ESM = r"""

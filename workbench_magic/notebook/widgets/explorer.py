@@ -513,7 +513,7 @@ class Explorer:
 
     def _app_of(self, view: ToolApp) -> w.Box | str:
         """The app's frame for the result pane, as a cell shows it; or the line saying why it cannot show."""
-        from workbench_magic.api.apps import AppError, AppView
+        from workbench_magic.api.apps.views import AppError, AppView
         from workbench_magic.notebook.widgets.appframe import AppFrame
 
         assert isinstance(view, AppView)  # the one kind of app there is

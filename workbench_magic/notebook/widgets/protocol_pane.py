@@ -29,7 +29,7 @@ from workbench_magic.vocabulary.errors import WorkbenchError
 from workbench_magic.vocabulary.trace import render_html
 
 if TYPE_CHECKING:
-    from workbench_magic.api.tracing import Trace
+    from workbench_magic.api.records.tracing import Trace
     from workbench_magic.api.workbench import Workbench
     from workbench_magic.vocabulary.trace import TraceMessage
 

@@ -19,7 +19,7 @@ from workbench_magic.notebook.widgets.forms import close_tree
 from workbench_magic.notebook.widgets.pane import Pane, red_line
 
 if TYPE_CHECKING:
-    from workbench_magic.api.tasks import TaskHandle
+    from workbench_magic.api.tasks.handles import TaskHandle
     from workbench_magic.api.workbench import Workbench
 
 EMPTY = "(no tasks: %%use_tool ... --task or wb.start)"
