@@ -7,9 +7,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 from workbench_magic.vocabulary.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench_magic.api.workbench import Workbench
+    from workbench_magic.serve.early import EarlyAnswers
+
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    """What `add_subparsers` returns (argparse names its class privately)."""
 
 SERVE_ROOTS = """\
 roots (the directories a downstream server may work in) come from, first to last:
@@ -34,24 +42,57 @@ def _port(text: str) -> int:
     return port
 
 
+CONFIG_HELP = "config file (default: $WORKBENCH_CONFIG, ./workbench-config.json, the embedded demo)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    config_help = "config file (default: $WORKBENCH_CONFIG, ./workbench-config.json, the embedded demo)"
+    """The command line: `--config`, then one subcommand with its own options."""
     parser = argparse.ArgumentParser(prog="workbench-magic", description="MCP Workbench for notebooks.")
-    parser.add_argument("--config", help=config_help)
+    parser.add_argument("--config", help=CONFIG_HELP)
     # `--config` is accepted after the subcommand too (`workbench-magic serve --config PATH`)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
+    common.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_list(sub, common)
+    _add_tools(sub, common)
+    _add_call(sub, common)
+    _add_demo(sub, common)
+    _add_snapshot(sub, common)
+    _add_diff(sub, common)
+    _add_check_schemas(sub, common)
+    _add_serve(sub, common)
+    _add_config_schema(sub)
+    return parser
+
+
+def _add_list(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`list`: the configured toolboxes."""
     sub.add_parser("list", help="list the configured toolboxes", parents=[common])
+
+
+def _add_tools(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`tools TARGET`: open a toolbox and list its tools."""
     tools = sub.add_parser("tools", help="open a toolbox and list its tools", parents=[common])
     tools.add_argument("target", help="toolbox or toolbox/server")
+
+
+def _add_call(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`call TOOL [ARGUMENTS] [--timeout]`: call one tool."""
     call = sub.add_parser(
         "call", help="call a tool: workbench-magic call dev/server/tool '{\"arg\": 1}'", parents=[common]
     )
     call.add_argument("tool", help="toolbox/server/tool")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     call.add_argument("--timeout", type=float, default=None)
+
+
+def _add_demo(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`demo`: the embedded demo toolbox, a few calls."""
     sub.add_parser("demo", help="open the embedded demo toolbox, call a few tools, print the results", parents=[common])
+
+
+def _add_snapshot(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`snapshot TOOLBOX [-o FILE]`: what a toolbox offers, as JSON."""
     snapshot = sub.add_parser(
         "snapshot",
         help="record what a toolbox offers (servers, tools and their schemas, resources, prompts) as JSON",
@@ -59,6 +100,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     snapshot.add_argument("toolbox")
     snapshot.add_argument("-o", "--output", help="file to write (default: standard output)")
+
+
+def _add_diff(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`diff OLD NEW`: what changed between two snapshots."""
     diff = sub.add_parser(
         "diff",
         help="what changed between two snapshots; exit status 1 when a client could break",
@@ -67,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("old", help="the earlier snapshot file")
     diff.add_argument("new", help="the later snapshot file")
+
+
+def _add_check_schemas(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`check-schemas TOOLBOX [--provider ...]`: whether model providers accept the tools' input schemas."""
     check = sub.add_parser(
         "check-schemas",
         help="whether OpenAI, Anthropic and Gemini accept each tool's input schema; exit status 1 when one is rejected",
@@ -80,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
         choices=["openai", "anthropic", "gemini"],
         help="judge only this provider (repeat for more; default: all three)",
     )
+
+
+def _add_serve(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`serve [--mode] [--transport] [--host] [--port] [--token]`: the toolboxes over MCP."""
     serve = sub.add_parser(
         "serve",
         help="serve the toolboxes over MCP (meta-tools, optionally every tool)",
@@ -94,23 +147,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--token", default=None, help="HTTP: require 'Authorization: Bearer TOKEN' (default: $WORKBENCH_SERVE_TOKEN)"
     )
+
+
+def _add_config_schema(sub: Subparsers) -> None:
+    """`config-schema`: the config's JSON Schema (no `--config`: it reads no config)."""
     sub.add_parser(
         "config-schema",
         help='print the JSON Schema of workbench-config.json (for editors: a config names it in "$schema")',
         epilog="e.g. workbench-magic config-schema > workbench-config.schema.json, then in the config: "
         '"$schema": "./workbench-config.schema.json"',
     )
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `workbench-magic` (and `python -m workbench_magic`)."""
     args = _parser().parse_args(argv)
     if args.command == "config-schema":  # the config models only: no MCP SDK
-        from workbench_magic.config.schema import schema_text
-
-        print(schema_text(), end="")
-        return 0
+        return _config_schema()
     early = None
     if args.command == "serve" and args.transport == "stdio":
         from workbench_magic.serve.early import EarlyAnswers
@@ -120,61 +173,114 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "serve":
-            from workbench_magic.serve.run import serve
-
-            return serve(
-                args.config,
-                mode=args.mode,
-                transport=args.transport,
-                host=args.host,
-                port=args.port,
-                token=args.token,
-                early=early,
-            )
+            return _serve(args, early)
         if args.command == "demo":
-            from workbench_magic.demo.smoke import run_demo
-
-            return run_demo(args.config)
+            return _demo(args)
         if args.command == "diff":
-            changes = Workbench.diff(args.old, args.new)
-            print(repr(changes))
-            return 1 if changes.breaking else 0
+            return _diff(args)
         wb = Workbench(config=args.config)
         try:
-            if args.command == "list":
-                print(repr(wb.toolboxes()))
-            elif args.command == "tools":
-                toolbox = args.target.split("/")[0]
-                box = wb.open(toolbox)
-                for reason in box.failed.values():
-                    print(reason, file=sys.stderr)
-                print(repr(wb.tools(args.target)))
-            elif args.command == "snapshot":
-                surface = wb.snapshot(args.toolbox)
-                if args.output:
-                    surface.save(args.output)
-                    count = len(surface.servers)
-                    print(f"{args.output}: {args.toolbox}, {count} server{'' if count == 1 else 's'}", file=sys.stderr)
-                else:
-                    print(surface.to_json(), end="")
-            elif args.command == "check-schemas":
-                report = wb.check_schemas(args.toolbox, providers=args.provider or ("openai", "anthropic", "gemini"))
-                print(repr(report))
-                return 1 if report.rejected else 0
-            elif args.command == "call":
-                try:
-                    arguments = json.loads(args.arguments)
-                except ValueError as exc:
-                    raise WorkbenchError(f"Arguments must be a JSON object: {exc}") from None
-                result = wb.call(args.tool, arguments, timeout=args.timeout)
-                print(repr(result))
-                return 1 if result.is_error else 0
+            return _WORKBENCH_COMMANDS[args.command](wb, args)
         finally:
             wb.close_all()
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _config_schema() -> int:
+    """`config-schema`: print the config's JSON Schema."""
+    from workbench_magic.config.schema import schema_text
+
+    print(schema_text(), end="")
     return 0
+
+
+def _serve(args: argparse.Namespace, early: EarlyAnswers | None) -> int:
+    """`serve`: serve the toolboxes until the transport ends."""
+    from workbench_magic.serve.run import serve
+
+    return serve(
+        args.config,
+        mode=args.mode,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        early=early,
+    )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """`demo`: run the embedded demo."""
+    from workbench_magic.demo.smoke import run_demo
+
+    return run_demo(args.config)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    """`diff`: print the changes between two snapshots; 1 when one is breaking."""
+    from workbench_magic.api.workbench import Workbench
+
+    changes = Workbench.diff(args.old, args.new)
+    print(repr(changes))
+    return 1 if changes.breaking else 0
+
+
+def _list(wb: Workbench, args: argparse.Namespace) -> int:
+    """`list`: print the configured toolboxes."""
+    print(repr(wb.toolboxes()))
+    return 0
+
+
+def _tools(wb: Workbench, args: argparse.Namespace) -> int:
+    """`tools`: open the toolbox, report the servers that failed to start, print the tools."""
+    toolbox = args.target.split("/")[0]
+    box = wb.open(toolbox)
+    for reason in box.failed.values():
+        print(reason, file=sys.stderr)
+    print(repr(wb.tools(args.target)))
+    return 0
+
+
+def _snapshot(wb: Workbench, args: argparse.Namespace) -> int:
+    """`snapshot`: write the toolbox's snapshot to the output file (saying so on stderr) or to stdout."""
+    surface = wb.snapshot(args.toolbox)
+    if args.output:
+        surface.save(args.output)
+        count = len(surface.servers)
+        print(f"{args.output}: {args.toolbox}, {count} server{'' if count == 1 else 's'}", file=sys.stderr)
+    else:
+        print(surface.to_json(), end="")
+    return 0
+
+
+def _check_schemas(wb: Workbench, args: argparse.Namespace) -> int:
+    """`check-schemas`: print the providers' verdicts; 1 when one rejects a schema."""
+    report = wb.check_schemas(args.toolbox, providers=args.provider or ("openai", "anthropic", "gemini"))
+    print(repr(report))
+    return 1 if report.rejected else 0
+
+
+def _call(wb: Workbench, args: argparse.Namespace) -> int:
+    """`call`: call the tool with the JSON arguments, print the result; 1 when it is an error."""
+    try:
+        arguments = json.loads(args.arguments)
+    except ValueError as exc:
+        raise WorkbenchError(f"Arguments must be a JSON object: {exc}") from None
+    result = wb.call(args.tool, arguments, timeout=args.timeout)
+    print(repr(result))
+    return 1 if result.is_error else 0
+
+
+_WORKBENCH_COMMANDS: dict[str, Callable[[Workbench, argparse.Namespace], int]] = {
+    "list": _list,
+    "tools": _tools,
+    "snapshot": _snapshot,
+    "check-schemas": _check_schemas,
+    "call": _call,
+}
+"""The commands run on a `Workbench` of the config (closed after each), by name."""
 
 
 if __name__ == "__main__":

@@ -247,6 +247,16 @@ class Workbench(
         if config is not None:  # an explicit config is loaded (and checked) now; discovery waits for first use
             self._use(self._load(config))
         _instances.add(self)
+        self._begin(replay, replay_mode, sampling_handler, record)
+
+    def _begin(
+        self,
+        replay: str | os.PathLike[str] | None,
+        replay_mode: str,
+        sampling_handler: SamplingHandler | Model | None,
+        record: str | os.PathLike[str] | None,
+    ) -> None:
+        """What `__init__` was asked to begin with, in order: the replay, the sampling handler, the record."""
         if replay is not None:
             self.replay(replay, mode=replay_mode)
         if sampling_handler is not None:  # after the replay: a model name then needs no key

@@ -113,6 +113,24 @@ class Connection(Requesting, Listening):
         self.name = name
         self.config = config
         self.connect_timeout = connect_timeout
+        self._init_server_state()
+        self._init_server_output()
+        self._init_owner_state()
+        self._on_change = on_change
+        self._on_tools_changed = on_tools_changed
+        self._on_list_changed = on_list_changed
+        self.client_side = client_side
+        self.sampling = sampling
+        self.log_level = log_level
+        self.apps = apps
+        self.replayed_last = False
+        """Whether the latest tool call was answered from a cassette (cassette_deck.py's `ReplayConnection`)."""
+        self.request_timeout = request_timeout
+        """Seconds a listing may take (calls, reads and prompts are given theirs)."""
+        self._init_session_parts()
+
+    def _init_server_state(self) -> None:
+        """What `snapshot()` shows of the server and its counters, before any connect."""
         self.status = "new"
         self.error: str | None = None
         self.protocol: str | None = None
@@ -127,11 +145,18 @@ class Connection(Requesting, Listening):
         self.connects = 0
         self.failures = 0
         self._retry_at = 0.0
-        self.log = StderrLog(f"{toolbox}-{name}")
+
+    def _init_server_output(self) -> None:
+        """Where what the server says besides its answers goes: its stderr log, its stray stdout
+        lines and its HTTP error statuses; and the secrets masked in all of them."""
+        self.log = StderrLog(f"{self.toolbox}-{self.name}")
         self.stdout_junk: list[str] = []
         self.http_status = HttpStatus()
         """The HTTP error statuses its server answered (streamable HTTP; boundary.py words them)."""
-        self.secrets: frozenset[str] = frozenset(getattr(config, "secrets", ()) or ())
+        self.secrets: frozenset[str] = frozenset(getattr(self.config, "secrets", ()) or ())
+
+    def _init_owner_state(self) -> None:
+        """The owner task's bookkeeping (none runs yet): its client, generation and stop signals."""
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._generation = 0
@@ -139,17 +164,10 @@ class Connection(Requesting, Listening):
         self._stop: asyncio.Event | None = None
         self._refresh_wanted: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
-        self._on_change = on_change
-        self._on_tools_changed = on_tools_changed
-        self._on_list_changed = on_list_changed
-        self.client_side = client_side
-        self.sampling = sampling
-        self.log_level = log_level
-        self.apps = apps
-        self.replayed_last = False
-        """Whether the latest tool call was answered from a cassette (cassette_deck.py's `ReplayConnection`)."""
-        self.request_timeout = request_timeout
-        """Seconds a listing may take (calls, reads and prompts are given theirs)."""
+
+    def _init_session_parts(self) -> None:
+        """What the current session and its process use: requests in flight, resource subscriptions,
+        client-side tasks (replaced with each session), the stdio stop policy and relay (with each process)."""
         self._in_flight: list[InFlight] = []
         self.subscriptions = ResourceSubscriptions(self)
         self.client_tasks = ClientTasks(sampling=False)
@@ -471,69 +489,95 @@ class Connection(Requesting, Listening):
                         await discover(client)  # the server's own answer, or one line why not
                     if not current():
                         return
-                    self._client = client
-                    self.protocol = client.protocol_version
-                    info = client.server_info
-                    self.server_info = f"{info.name} {info.version}".strip() if info else None
-                    self.instructions = client.instructions
-                    self.capabilities = client.server_capabilities
-                    self.extensions = declared_extensions(self.capabilities)
-                    await self._refresh_tools()
-                    await self._request_log_level(client)
+                    await self._adopt_client(client)
                     late.cancel()
-                    self.connects += 1
                     label = "session"
-                    self._set("connected")
-                    ready.set_result(None)
-                    keeper = self.lazy
-                    if keeper is not None:
-                        keeper.used()  # the idle clock starts now
-                    if keeper is not None and keeper.catalog is not None:
-                        if not same_tools(keeper.catalog.tools, self.tools):  # the cache was stale
-                            self._announce_tools()
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(self._refresher)
-                        tg.start_soon(self._keep_log_small)
-                        if keeper is not None and keeper.keeps_catalog:
-                            tg.start_soon(self._keep_catalog)
-                        if keeper is not None and keeper.idle_timeout is not None:
-                            tg.start_soon(self._idle_watch, stop)
-                        if self.modern:
-                            tg.start_soon(self._listen)
-                        if self.subscriptions:
-                            tg.start_soon(self.subscriptions.renew)
-                        await stop.wait()
-                        tg.cancel_scope.cancel()
+                    self._mark_connected(ready)
+                    await self._run_session_tasks(stop)
             if deadline.cancelled_caught and not ready.done():
                 raise TimeoutError(f"no answer to the handshake within {self.connect_timeout:g} s")
         except BaseException as exc:
-            leaf = leaf_exception(exc)
-            if isinstance(leaf, asyncio.CancelledError) and not ready.done():
-                why = "cancelled while connecting"
-            else:
-                why = reason(leaf, self.http_status)
-            if not ready.done():
-                tail = self.log.tail()
-                if tail:
-                    why = f"{why} (stderr: {tail})"
-                if self.stdout_junk:
-                    why = f"{why} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
-                ready.set_exception(ConnectError(self.failure_message(why)))
-                ready.exception()  # mark retrieved
-            elif self.status != "closed":
-                logger.debug("server %s/%s ended: %s", self.toolbox, self.name, why)
+            self._owner_failed(exc, ready)
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
             if late is not None:
                 late.cancel()
-            if current():
-                self._client = None
-                self.subscriptions.session_ended()
-                self.client_tasks.close()
-                if self.status == "connected":
-                    self._set("disconnected", "connection closed")
-            self.log.mark(f"{label} ended")
+            self._finish_owner(current(), label)
+
+    async def _adopt_client(self, client: Client) -> None:
+        """Publish the entered client and what its server said of itself, then fetch its tools
+        and ask its log level (the rest of the handshake, within its deadline)."""
+        self._client = client
+        self.protocol = client.protocol_version
+        info = client.server_info
+        self.server_info = f"{info.name} {info.version}".strip() if info else None
+        self.instructions = client.instructions
+        self.capabilities = client.server_capabilities
+        self.extensions = declared_extensions(self.capabilities)
+        await self._refresh_tools()
+        await self._request_log_level(client)
+
+    def _mark_connected(self, ready: asyncio.Future[None]) -> None:
+        """The handshake is done: count the connect, go `connected`, settle `ready`, and start
+        the idle clock (a lazy server whose cached catalog was stale announces its new tools)."""
+        self.connects += 1
+        self._set("connected")
+        ready.set_result(None)
+        keeper = self.lazy
+        if keeper is not None:
+            keeper.used()  # the idle clock starts now
+        if keeper is not None and keeper.catalog is not None:
+            if not same_tools(keeper.catalog.tools, self.tools):  # the cache was stale
+                self._announce_tools()
+
+    async def _run_session_tasks(self, stop: asyncio.Event) -> None:
+        """Run the session's background tasks (tool refresh, log trimming, catalog keeping, idle
+        watch, listening, subscription renewal) until `stop` is set, then cancel them."""
+        keeper = self.lazy
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._refresher)
+            tg.start_soon(self._keep_log_small)
+            if keeper is not None and keeper.keeps_catalog:
+                tg.start_soon(self._keep_catalog)
+            if keeper is not None and keeper.idle_timeout is not None:
+                tg.start_soon(self._idle_watch, stop)
+            if self.modern:
+                tg.start_soon(self._listen)
+            if self.subscriptions:
+                tg.start_soon(self.subscriptions.renew)
+            await stop.wait()
+            tg.cancel_scope.cancel()
+
+    def _owner_failed(self, exc: BaseException, ready: asyncio.Future[None]) -> None:
+        """What ended the owner task: before `ready`, the connect's failure (with the server's
+        stderr tail and stray stdout) settles it; after, it is logged (unless closed)."""
+        leaf = leaf_exception(exc)
+        if isinstance(leaf, asyncio.CancelledError) and not ready.done():
+            why = "cancelled while connecting"
+        else:
+            why = reason(leaf, self.http_status)
+        if not ready.done():
+            tail = self.log.tail()
+            if tail:
+                why = f"{why} (stderr: {tail})"
+            if self.stdout_junk:
+                why = f"{why} (stdout, not JSON-RPC: {' | '.join(self.stdout_junk)})"
+            ready.set_exception(ConnectError(self.failure_message(why)))
+            ready.exception()  # mark retrieved
+        elif self.status != "closed":
+            logger.debug("server %s/%s ended: %s", self.toolbox, self.name, why)
+
+    def _finish_owner(self, is_current: bool, label: str) -> None:
+        """The owner task is ending: if it is still the current one, drop its session's state
+        (a connected server goes `disconnected`); mark the end (`label`) in the log."""
+        if is_current:
+            self._client = None
+            self.subscriptions.session_ended()
+            self.client_tasks.close()
+            if self.status == "connected":
+                self._set("disconnected", "connection closed")
+        self.log.mark(f"{label} ended")
 
     async def _request_log_level(self, client: Client) -> None:
         """Handshake-era servers that log are asked for `log_level` (2026-07-28 ones get it with

@@ -254,9 +254,34 @@ def _module(
     config: str | None,
     ignore: tuple[str, ...],
 ) -> str:
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     toolboxes = list(dict.fromkeys(r.identifier.toolbox for r in records))
     tools = list(dict.fromkeys(str(r.identifier) for r in records))
+    names: set[str] = set()
+    compared = [_expected(record.answer, ignore) for record in records]
+    tests = [
+        _call_test(number, record, expected, names)
+        for number, (record, expected) in enumerate(zip(records, compared, strict=True), 1)
+    ]
+    for tool in tools:
+        try:
+            schema = workbench.tool(tool).input_schema
+        except WorkbenchError:  # gone since: nothing to hold it to
+            continue
+        tests.append(_schema_test(tool, schema, names))
+    ignoring = any(actual.startswith("without(") for actual, _ in compared)
+    parsing = any("json.loads(" in actual for actual, _ in compared)
+    head = _docstring(raised, dropped, cassette, config) + "\n\n" + _imports(ignoring, parsing, cassette or config)
+    constants = _constants(cassette, config, ignore if ignoring else None)
+    if constants:
+        head += "\n\n" + "\n".join(constants)
+    parts = [head, _fixture(toolboxes, cassette, config), *tests]
+    return "\n\n\n".join(parts) + "\n"
+
+
+def _docstring(raised: int, dropped: int, cassette: str | None, config: str | None) -> str:
+    """The test module's docstring: when it was exported, what it checks, where its servers come
+    from, and the calls left out."""
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     left = ""
     if raised:
         calls = "1 call" if raised == 1 else f"{raised} calls"
@@ -280,43 +305,35 @@ def _module(
         f"{where}{left}\n"
         f'"""'
     )
-    names: set[str] = set()
-    compared = [_expected(record.answer, ignore) for record in records]
-    tests = [
-        _call_test(number, record, expected, names)
-        for number, (record, expected) in enumerate(zip(records, compared, strict=True), 1)
-    ]
-    for tool in tools:
-        try:
-            schema = workbench.tool(tool).input_schema
-        except WorkbenchError:  # gone since: nothing to hold it to
-            continue
-        tests.append(_schema_test(tool, schema, names))
-    ignoring = any(actual.startswith("without(") for actual, _ in compared)
-    parsing = any("json.loads(" in actual for actual, _ in compared)
+    return doc
+
+
+def _imports(ignoring: bool, parsing: bool, paths: str | None) -> str:
+    """The test module's imports: those its tests use."""
     imports = ["from __future__ import annotations", ""]
     if parsing:
         imports.append("import json")
     imports.append("from collections.abc import Iterator")
-    if cassette or config:
+    if paths:
         imports.append("from pathlib import Path")
     imports += ["", "import pytest", "", "from workbench_magic import Workbench"]
     helpers = ["schema_breaks", *(["without"] if ignoring else [])]
     imports.append(f"from workbench_magic.testing import {', '.join(helpers)}")
-    head = doc + "\n\n" + "\n".join(imports)
+    return "\n".join(imports)
+
+
+def _constants(cassette: str | None, config: str | None, ignore: tuple[str, ...] | None) -> list[str]:
+    """The test module's constants: the cassette's and the config's paths, the values left out."""
     constants = []
     if cassette:
         constants.append(path_constant("CASSETTE", cassette))
     if config:
         constants.append(path_constant("CONFIG", config))
-    if ignoring:
+    if ignore is not None:
         assign = "IGNORE = "
         comment = "# values that change from run to run, left out of the comparisons\n"
         constants.append(comment + assign + literal(ignore, before=width(assign)))
-    if constants:
-        head += "\n\n" + "\n".join(constants)
-    parts = [head, _fixture(toolboxes, cassette, config), *tests]
-    return "\n\n\n".join(parts) + "\n"
+    return constants
 
 
 def _fixture(toolboxes: list[str], cassette: str | None, config: str | None) -> str:

@@ -3,7 +3,8 @@
 `_parse_line` (the SDK's `_parse_line`), `_drain` (`_drain_stdout`), `_stop_process`
 (`_stop_server_process`, `_close_subprocess_transport`), `_wait` (`_wait_for_process_exit`), and
 the timeouts (`PROCESS_TERMINATION_TIMEOUT`, `FORCE_KILL_TIMEOUT`, `_WRITER_FLUSH_TIMEOUT`,
-`_KILL_REAP_TIMEOUT`, `_EXIT_POLL_INTERVAL`).
+`_KILL_REAP_TIMEOUT`, `_EXIT_POLL_INTERVAL`). `stdio_client`'s own body is `stdio_transport` with
+`_start_server` (the start) and `_RunningServer` (its stdout reader, stdin writer and shutdown).
 
 What differs from the SDK's: the process runs under `setpriv --pdeathsig` and its group is
 tracked (`kill_running_servers`); stdout is read in big chunks split by `LineBuffer` and parsed
@@ -28,7 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from workbench_magic.engine.relay import Relay
+    import anyio
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
+
+    from workbench_magic.engine.relay import Relay, RelayedAnswer
 
 logger = logging.getLogger("workbench_magic")
 
@@ -118,10 +123,38 @@ async def stdio_transport(
     `relay` writes its calls on the same stdin and takes their answers before the session (relay.py)."""
     import anyio
     import anyio.lowlevel
-    from mcp.client.stdio import get_default_environment
-    from mcp.shared.message import SessionMessage
 
-    from workbench_magic.engine.relay import RelayedAnswer, RelayedRead
+    from workbench_magic.engine.relay import RelayedRead
+
+    process = await _start_server(command, args, env, cwd, errlog, stop)
+    # No await until the task group is entered: a cancellation in the gap would leak the process.
+    server = _RunningServer.of(process, stop, relay)
+    if relay is not None:
+        relay.attach(server.write_stream.send)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.read_stdout)
+        tg.start_soon(server.write_stdin)
+        try:
+            yield (
+                (RelayedRead(server.read_stream, relay) if relay is not None else server.read_stream),
+                server.write_stream,
+            )
+        finally:
+            server.closing = True
+            with anyio.CancelScope(shield=True):  # every wait inside is bounded
+                await server.shutdown()
+            tg.cancel_scope.cancel()  # a kill survivor holding a pipe end cannot keep the tasks
+    await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+async def _start_server(
+    command: str, args: list[str], env: dict[str, str], cwd: Any, errlog: TextIO, stop: StopPolicy
+) -> Any:
+    """Start the server in a session of its own with the SDK's default environment plus `env`,
+    track its process group (in `_groups` and `stop`) and widen its stdout pipe. Nothing here
+    awaits once the process runs, so the caller can enter its task group with no gap."""
+    import anyio
+    from mcp.client.stdio import get_default_environment
 
     environment = get_default_environment() | env
     process = await anyio.open_process(
@@ -134,17 +167,47 @@ async def stdio_transport(
     _track(process.pid, True)
     stop.process_group = process.pid  # start_new_session: the leader's pid is the group's
     _widen_stdout(process)
-    # No await until the task group is entered: a cancellation in the gap would leak the process.
-    reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception | RelayedAnswer](0)
-    write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage | bytes](0)
-    writer_done = anyio.Event()
-    closing = False
+    return process
 
-    async def read_stdout() -> None:
-        stdout = process.stdout
+
+@dataclass
+class _RunningServer:
+    """A started stdio server and the streams between it and the session: `read_stdout` and
+    `write_stdin` run in `stdio_transport`'s task group, `shutdown` stops them and the server."""
+
+    process: Any
+    stop: StopPolicy
+    relay: Relay | None
+    reader_in: MemoryObjectSendStream[SessionMessage | Exception | RelayedAnswer]
+    read_stream: MemoryObjectReceiveStream[SessionMessage | Exception | RelayedAnswer]
+    write_stream: MemoryObjectSendStream[SessionMessage | bytes]
+    writer_out: MemoryObjectReceiveStream[SessionMessage | bytes]
+    writer_done: anyio.Event
+    closing: bool = False
+    """Set once the transport stops: a read that then fails is our own doing, not logged."""
+
+    @classmethod
+    def of(cls, process: Any, stop: StopPolicy, relay: Relay | None) -> _RunningServer:
+        """The server `process` with new (unbuffered) streams to and from the session."""
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        from workbench_magic.engine.relay import RelayedAnswer
+
+        reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception | RelayedAnswer](0)
+        write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage | bytes](0)
+        return cls(process, stop, relay, reader_in, read_stream, write_stream, writer_out, anyio.Event())
+
+    async def read_stdout(self) -> None:
+        """Deliver the server's stdout lines to the session, one at a time, then drain what it
+        still writes."""
+        import anyio
+        import anyio.lowlevel
+
+        stdout = self.process.stdout
         assert stdout is not None
         try:
-            async with reader_in:
+            async with self.reader_in:
                 try:
                     lines_of = LineBuffer()
                     while True:  # one line at a time: no read-ahead while a delivery waits
@@ -156,62 +219,57 @@ async def stdio_transport(
                             if len(line) > _READ:  # a big line: others' turn between its join and its parse
                                 await anyio.lowlevel.checkpoint()
                             try:
-                                await reader_in.send(_message_of(line, relay))
+                                await self.reader_in.send(_message_of(line, self.relay))
                             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                                 return
                 finally:
-                    if relay is not None:
-                        relay.close()
-                    await _drain(process)
+                    if self.relay is not None:
+                        self.relay.close()
+                    await _drain(self.process)
         except anyio.ClosedResourceError:
             pass  # our own stop closed stdout under the read
         except (anyio.BrokenResourceError, ConnectionError) as exc:
-            if not closing:
+            if not self.closing:
                 logger.debug("reading a server's stdout failed: %s", exc)
 
-    async def write_stdin() -> None:
-        assert process.stdin is not None
+    async def write_stdin(self) -> None:
+        """Write the session's messages (and the relay's encoded lines) to the server's stdin."""
+        import anyio
+
+        stdin = self.process.stdin
+        assert stdin is not None
         try:
-            async with writer_out:
-                async for message in writer_out:
+            async with self.writer_out:
+                async for message in self.writer_out:
                     if isinstance(message, bytes):  # a relayed call's line (relay.py), encoded already
-                        await process.stdin.send(message)
+                        await stdin.send(message)
                         continue
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode("utf-8"))
+                    await stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await reader_in.aclose()  # the session sees the end, not a request waiting forever
+            await self.reader_in.aclose()  # the session sees the end, not a request waiting forever
         finally:
-            writer_done.set()
+            self.writer_done.set()
 
-    async def shutdown() -> None:
+    async def shutdown(self) -> None:
+        """Close the streams, give written messages `_FLUSH` to reach stdin, stop the server as
+        `stop` says and untrack its process group (every wait bounded; the caller shields it)."""
+        import anyio
+        import anyio.lowlevel
+
         started = anyio.current_time()
-        if relay is not None:
-            relay.close()
-        read_stream.close()  # the reader drains: a server blocked on a full stdout can then read stdin
-        write_stream.close()
-        with anyio.move_on_after(min(_FLUSH, stop.grace)):
-            await writer_done.wait()
-        await _stop_process(process, stop, started)
-        _track(process.pid, False)
-        stop.process_group = None
-        for stream in (read_stream, write_stream, reader_in, writer_out):
+        if self.relay is not None:
+            self.relay.close()
+        self.read_stream.close()  # the reader drains: a server blocked on a full stdout can then read stdin
+        self.write_stream.close()
+        with anyio.move_on_after(min(_FLUSH, self.stop.grace)):
+            await self.writer_done.wait()
+        await _stop_process(self.process, self.stop, started)
+        _track(self.process.pid, False)
+        self.stop.process_group = None
+        for stream in (self.read_stream, self.write_stream, self.reader_in, self.writer_out):
             await stream.aclose()
         await anyio.lowlevel.checkpoint()
-
-    if relay is not None:
-        relay.attach(write_stream.send)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read_stdout)
-        tg.start_soon(write_stdin)
-        try:
-            yield (RelayedRead(read_stream, relay) if relay is not None else read_stream), write_stream
-        finally:
-            closing = True
-            with anyio.CancelScope(shield=True):  # every wait inside is bounded
-                await shutdown()
-            tg.cancel_scope.cancel()  # a kill survivor holding a pipe end cannot keep the tasks
-    await anyio.lowlevel.cancel_shielded_checkpoint()
 
 
 @functools.cache

@@ -126,6 +126,13 @@ class Explorer:
 
     # ---- construction -----------------------------------------------------------------
     def _build(self) -> None:
+        """Make the widgets, lay them out in tabs and wire the buttons."""
+        self._make_widgets()
+        self._lay_out()
+        self._wire_buttons()
+
+    def _make_widgets(self) -> None:
+        """The chooser's widgets and the Tools tab's own, each tagged with its CSS class."""
         self.chooser = ToolChooser(self.workbench, on_server=self._on_server, on_tool=self._on_tool)
         self.toolbox_select = self.chooser.toolbox_select
         self.server_select = self.chooser.server_select
@@ -163,6 +170,8 @@ class Explorer:
         ):
             widget.add_class(css)
 
+    def _lay_out(self) -> None:
+        """The Tools tab (tools on the left, the selected one on the right), the other tabs, and the whole."""
         left = w.VBox([self.tool_select], layout=w.Layout(width="36%", padding="0 8px 0 0"))
         buttons = w.HBox([self.call_button, self.cancel_button, self.copy_button])
         right = w.VBox(
@@ -191,6 +200,8 @@ class Explorer:
         self._shown_tab = TABS[0]
         self.tabs.observe(self._on_tab, names="selected_index")
 
+    def _wire_buttons(self) -> None:
+        """Call, Cancel, Copy as cell and Reconnect, each guarded (an error shows, it does not raise)."""
         self.call_button.on_click(self._guard(lambda _: self.call()))
         self.cancel_button.on_click(self._guard(lambda _: self.cancel()))
         self.copy_button.on_click(self._guard(lambda _: self.copy_as_cell()))
