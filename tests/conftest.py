@@ -363,6 +363,33 @@ def extension_server(kind: str, script: str, *args: str, **config: Any) -> dict[
     return {"command": str(python), "args": [str(SERVERS / script), *args], **config}
 
 
+def wait_listening(proc: subprocess.Popen[Any], url: str, log: Path | None = None, limit: float = 120.0) -> None:
+    """Until the process answers HTTP at `url` (any status); fails, with its `log`, if it exits first
+    or is not listening within `limit` seconds (a loaded machine starts a server slowly)."""
+    import httpx
+
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.TransportError:
+            told = log.read_text()[-3000:] if log is not None and log.exists() else ""
+            assert proc.poll() is None, f"exited with {proc.returncode} before listening at {url}: {told}"
+            assert time.monotonic() < deadline, f"not listening at {url} within {limit} s: {told}"
+            time.sleep(0.1)  # polling a port that is not bound yet: no event to wait on
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, and SIGKILL if it has not ended 30 s later."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

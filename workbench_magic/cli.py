@@ -132,7 +132,7 @@ def _add_check_schemas(sub: Subparsers, common: argparse.ArgumentParser) -> None
 
 
 def _add_serve(sub: Subparsers, common: argparse.ArgumentParser) -> None:
-    """`serve [--mode] [--transport] [--host] [--port] [--token]`: the toolboxes over MCP."""
+    """`serve [--mode] [--toolbox] [--transport] [--host] [--port] [--token]`: the toolboxes over MCP."""
     serve = sub.add_parser(
         "serve",
         help="serve the toolboxes over MCP (meta-tools, optionally every tool)",
@@ -140,7 +140,20 @@ def _add_serve(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         epilog=SERVE_ROOTS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--mode", choices=["proxy", "dynamic"], default="proxy")
+    serve.add_argument(
+        "--mode",
+        choices=["proxy", "dynamic", "flat"],
+        default="proxy",
+        help="proxy: the meta-tools; dynamic: also every tool of an opened toolbox; flat: the toolboxes' own "
+        "tools, prompts and resources (a name two servers share: toolbox__server__name)",
+    )
+    serve.add_argument(
+        "--toolbox",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="serve this toolbox (repeatable; default: every toolbox of the config)",
+    )
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8765, help="HTTP: the port to listen on (1-65535)")
@@ -168,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve" and args.transport == "stdio":
         from workbench_magic.serve.early import EarlyAnswers
 
-        early = EarlyAnswers.begin(args.config, args.mode)  # the handshake is answered while the rest imports
+        # the handshake is answered while the rest imports
+        early = EarlyAnswers.begin(args.config, args.mode, tuple(args.toolbox or ()))
     from workbench_magic.api.workbench import Workbench
 
     try:
@@ -203,6 +217,7 @@ def _serve(args: argparse.Namespace, early: EarlyAnswers | None) -> int:
     return serve(
         args.config,
         mode=args.mode,
+        toolboxes=tuple(args.toolbox or ()),
         transport=args.transport,
         host=args.host,
         port=args.port,

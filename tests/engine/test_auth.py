@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import signal
 import stat
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SERVERS, free_port, python_command, stdio_server, toolbox, write_config
+from conftest import SERVERS, free_port, python_command, stdio_server, stop_process, toolbox, write_config
 
 from workbench_magic import Workbench
 from workbench_magic.config.auth import AuthConfig, OAuthOptions, parse_auth
@@ -51,15 +50,6 @@ def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
             time.sleep(0.1)
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.fixture
 def oauth_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv(TOKEN_DIR_ENV, str(tmp_path / "tokens"))
@@ -68,7 +58,7 @@ def oauth_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 class Browser(logging.Handler):
@@ -220,7 +210,7 @@ def test_bearer_token_reaches_a_token_protected_serve(tmp_path: Path, monkeypatc
         assert "bearer-secret-1" not in repr(wb.history) + repr(wb.status()) + wb.logs("r/good")
     finally:
         wb.close_all()
-        stop(proc)
+        stop_process(proc)
 
 
 # ---- OAuth ----------------------------------------------------------------------------------------

@@ -192,7 +192,8 @@ def test_log_messages_reach_the_upstream_client(config: Path, era: str) -> None:
             hello = f"hello {server}"
             await rec.wait_for(lambda: sum(hello in json.dumps(log.data) for log in rec.logs) >= 2)  # noqa: B023
         seen = [(log.level, log.logger) for log in rec.logs if "hello" in json.dumps(log.data)]
-        assert seen == [("info", "clientserver"), ("warning", "clientserver")] * 2
+        # named by their server: toolbox/server, then the server's own logger name
+        assert seen == [(level, f"fw/{server}/clientserver") for server in DOWNSTREAM for level in ("info", "warning")]
 
     run(config, era, body)
 

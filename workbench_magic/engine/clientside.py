@@ -404,7 +404,7 @@ class ClientSide:
         conn.note(line)
         upstream = channel.upstream if channel is not None else None
         if upstream is not None:
-            upstream.log(params)
+            upstream.log(params, f"{conn.toolbox}/{conn.name}")
         python_logger = logging.getLogger(f"workbench_magic.server.{conn.toolbox}.{conn.name}")
         python_logger.log(_PYTHON_LEVELS.get(level, logging.INFO), "%s", mask_value(data, conn.secrets))
         notice = getattr(channel, "notice", None) if channel is not None else None

@@ -93,7 +93,9 @@ class UpstreamClient(Protocol):
 
     async def list_roots(self) -> Any: ...
 
-    def log(self, params: Any) -> None: ...
+    def log(self, params: Any, source: str) -> None:
+        """A log message of the server `source` (`toolbox/server`) during the call."""
+        ...
 
 
 class Channel:

@@ -170,6 +170,13 @@ class ResourceWatch:
             return
         self._loop.run(self._stop())
 
+    async def aclose(self) -> None:
+        """`close` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
+        if self.closed or not self._loop.alive:
+            self.closed = True
+            return
+        await self._loop.arun(self._stop())
+
     def __enter__(self) -> ResourceWatch:
         return self
 

@@ -44,7 +44,7 @@ from workbench_magic.vocabulary.version import __version__
 
 logger = logging.getLogger("workbench_magic.server")
 
-FORMAT = "workbench-magic serve answers 2"
+FORMAT = "workbench-magic serve answers 3"
 LISTINGS = frozenset(
     {"initialize", "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"}
 )
@@ -89,8 +89,8 @@ def request_key(message: dict[str, Any], mode: str, offer: dict[str, Any] | None
     if method == "tools/call":
         if mode != "proxy" or params.get("name") != "open_toolbox":
             return None
-    elif method not in LISTINGS or (method == "tools/list" and mode != "proxy"):
-        return None  # in dynamic mode the tool list grows with each open
+    elif method not in LISTINGS or (method not in ("initialize", "server/discover") and mode != "proxy"):
+        return None  # in dynamic mode the lists grow with each open; in flat mode they are the servers' own
     version = meta.get(_VERSION_KEY) if isinstance(meta, dict) else None
     key: list[Any] = [method, params, version]
     if method == "tools/call":
@@ -119,13 +119,13 @@ class EarlyAnswers:
 
     # ---- before the SDK ---------------------------------------------------------------
     @classmethod
-    def begin(cls, config: str | None, mode: str) -> EarlyAnswers | None:
+    def begin(cls, config: str | None, mode: str, toolboxes: tuple[str, ...] = ()) -> EarlyAnswers | None:
         """Start answering stdin (None when stdin and stdout are not pipes: the SDK's own transport
         serves those, or when the config cannot be read: the normal start says why)."""
         if not (_pipe(0) and _pipe(1)):
             return None
         try:
-            path = cache_directory() / "serve" / f"{_key(config, mode)}.json"
+            path = cache_directory() / "serve" / f"{_key(config, mode, toolboxes)}.json"
         except OSError:
             return None
         early = cls(path, _load(path), mode)
@@ -301,8 +301,8 @@ def _pipe(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def _key(config: str | None, mode: str) -> str:
-    """serve's identity: version, mode, and the config (its bytes and the values of the variables
+def _key(config: str | None, mode: str, toolboxes: tuple[str, ...] = ()) -> str:
+    """serve's identity: version, mode, the toolboxes chosen, and the config (its bytes and the values of the variables
     it names; the embedded default when none is found), as a catalog key (a salted hash: the
     values of secrets stay out of the file name)."""
     from workbench_magic.engine.catalog import CatalogCache  # stdlib only: no SDK, no pydantic
@@ -315,6 +315,8 @@ def _key(config: str | None, mode: str) -> str:
             raise OSError(f"no config file at {named}")  # serve's normal start says so, in its words
         found = None
     identity: dict[str, Any] = {"format": FORMAT, "version": __version__, "mode": mode, "config": str(found)}
+    if toolboxes:
+        identity["toolboxes"] = sorted(set(toolboxes))
     if found is not None:
         data = found.read_bytes()
         identity["bytes"] = hashlib.sha256(data).hexdigest()

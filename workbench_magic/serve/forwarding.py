@@ -160,11 +160,13 @@ class Upstream:
         client's request); else each is refused, declined or answered with the workbench's roots."""
         return not self.modern or any(self.offers(kind) for kind in ("sampling", "elicitation", "roots"))
 
-    def log(self, params: Any) -> None:
-        """A downstream log message, as the upstream request's log message."""
+    def log(self, params: Any, source: str) -> None:
+        """A downstream log message, as the upstream request's log message, named by its server:
+        its logger is `source` (`toolbox/server`), or `source/logger` when the server named one."""
         if self.quiet:
             return
-        self._tell(lambda: self._log(params))
+        named = f"{source}/{params.logger}" if params.logger else source
+        self._tell(lambda: self._log(params, named))
 
     def _tell(self, send: Callable[[], Coroutine[Any, Any, None]]) -> None:
         if self._held is not None:
@@ -203,14 +205,14 @@ class Upstream:
         if sent:
             await asyncio.gather(*sent, return_exceptions=True)
 
-    async def _log(self, params: Any) -> None:
+    async def _log(self, params: Any, named: str) -> None:
         context = self.context
         try:
             await handshake_era(  # a handshake-era client's log messages: no warning on serve's stderr
                 context.request_context.session.send_log_message,
                 level=params.level,
                 data=params.data,
-                logger=params.logger,
+                logger=named,
                 related_request_id=context.request_context.request_id,
             )
         except Exception as exc:

@@ -3,6 +3,9 @@
 `serve --transport http --token T` (or `WORKBENCH_SERVE_TOKEN=T`) answers 401 to every request
 without `Authorization: Bearer T`. Binding to anything but loopback without a token refuses to
 start: the workbench runs commands on this machine for whoever can reach it.
+
+Streams resume: a 2025-11-25 client whose SSE stream broke reconnects with `Last-Event-ID` and gets
+what it missed (event_store.py); each stream opens with a priming event that says when to retry.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from workbench_magic.vocabulary.errors import UsageError
 
 TOKEN_ENV = "WORKBENCH_SERVE_TOKEN"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+RETRY_MS = 1000
+"""The `retry:` (milliseconds) of serve's priming events: how long a client whose SSE stream broke
+waits before it reconnects with `Last-Event-ID`. A second resumes a stream a proxy or a flaky
+network cut before a user notices, without a lost client hammering serve; what it missed waits in
+the event store meanwhile (`MAX_EVENTS`)."""
 
 
 def serve_token(given: str | None) -> str | None:
@@ -104,13 +113,21 @@ async def serve_http(
     server: Any, host: str, sock: socket.socket, token: str | None, *, stop: asyncio.Event | None = None
 ) -> None:
     """Serve `server` (an `MCPServer`) over streamable HTTP at `/mcp` on `sock` (`bind(host, ...)`),
-    behind the token if there is one (on the workbench's loop, see `serve`), until `stop` is set:
-    uvicorn then closes its sockets and connections and ends (serve is going away: no wait for open
-    requests and streams)."""
+    behind the token if there is one (on the workbench's loop, see `serve`), its streams resumable
+    (`MemoryEventStore`, `RETRY_MS`), until `stop` is set: uvicorn then closes its sockets and
+    connections and ends (serve is going away: no wait for open requests and streams)."""
     import uvicorn
 
+    from workbench_magic.serve.event_store import MemoryEventStore, SessionScope
+
     port = sock.getsockname()[1]
-    app: Any = server.streamable_http_app(transport_security=transport_security(host), host=host)
+    app: Any = server.streamable_http_app(
+        transport_security=transport_security(host),
+        host=host,
+        event_store=MemoryEventStore(),
+        retry_interval=RETRY_MS,
+    )
+    app = SessionScope(app)
     if token:
         app = BearerGate(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")

@@ -44,6 +44,7 @@ def serve(
     config: str | None = None,
     *,
     mode: Mode = "proxy",
+    toolboxes: tuple[str, ...] = (),
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
@@ -54,7 +55,8 @@ def serve(
     server, then end the process (with the exit code).
 
     Over HTTP, `token` (else `$WORKBENCH_SERVE_TOKEN`) is required as `Authorization: Bearer`;
-    a non-loopback `host` without one refuses to start."""
+    a non-loopback `host` without one refuses to start. `toolboxes` (none: all) are the toolboxes
+    served, in every mode."""
     from workbench_magic.serve import http as httpface
 
     token = httpface.serve_token(token) if transport == "http" else None
@@ -65,6 +67,8 @@ def serve(
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     _fast_loop()
     workbench = Workbench(config=config, history_limit=SERVE_HISTORY_LIMIT, history_bytes=SERVE_HISTORY_BYTES)
+    if toolboxes:
+        choose_toolboxes(workbench, toolboxes)
     # A loop busy importing cannot act on SIGTERM: on a loaded machine the first open's imports
     # took seconds, and a host SIGKILLs serve 2 s after SIGTERM (its servers then outlive it).
     preload_schema_checks()
@@ -95,6 +99,14 @@ def serve(
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     _exit_now(code)  # every server is closed
+
+
+def choose_toolboxes(workbench: Workbench, toolboxes: tuple[str, ...]) -> None:
+    """Serve only `toolboxes` of the config (`--toolbox`); a name the config lacks is one line
+    (`NotFoundError`), and nothing starts."""
+    settings = workbench.settings
+    chosen = {name: settings.toolbox(name) for name in dict.fromkeys(toolboxes)}  # raises for an unknown name
+    workbench.load_config(settings.model_copy(update={"toolboxes": chosen}))
 
 
 def _all_lazy(workbench: Workbench) -> Callable[[str], bool]:

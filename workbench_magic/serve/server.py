@@ -18,17 +18,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.shared.subscriptions import ToolsListChanged
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 
 from workbench_magic.api.workbench import Workbench
 from workbench_magic.engine import schema
-from workbench_magic.engine.sdk.server import advertise_tools_changed, lowlevel_server, session_connection
+from workbench_magic.engine.sdk.server import advertise_list_changed, lowlevel_server, session_connection
 from workbench_magic.serve.forwarding import (
     ClientRoots,
     Forwarder,
@@ -37,6 +37,7 @@ from workbench_magic.serve.forwarding import (
     declare_sampling_as_upstream,
     no_upstream_sampling,
 )
+from workbench_magic.serve.gateway import Gateway, Mode, as_served
 from workbench_magic.serve.skills import SkillsForwarding
 from workbench_magic.serve.tasks import TasksServing
 from workbench_magic.vocabulary import served
@@ -56,7 +57,6 @@ from workbench_magic.vocabulary.served import (
 
 logger = logging.getLogger("workbench_magic.server")
 
-Mode = Literal["proxy", "dynamic"]
 ServedAnswer = types.CallToolResult | types.InputRequiredResult
 """A call's answer: its result, or (2026-07-28 clients) a downstream question to answer first."""
 MAX_TOOL_NAME = 64
@@ -96,13 +96,25 @@ def for_model(tool: ToolInfo | None) -> bool:
     return tool is None or tool.for_model
 
 
-def instructions(workbench: Workbench) -> str:
-    """The initialize instructions: the toolboxes and a `use_tool` call the schema accepts."""
+def instructions(workbench: Workbench, mode: Mode = "proxy") -> str:
+    """The initialize instructions: the toolboxes and a `use_tool` call the schema accepts (flat
+    mode: whose tools, prompts and resources are served)."""
+    if mode == "flat":
+        return served.flat_instructions(workbench.toolboxes())
     return served.instructions(workbench.toolboxes())
 
 
+_LIST_CHANGED: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
+    "tools": ToolsListChanged,
+    "prompts": PromptsListChanged,
+    "resources": ResourcesListChanged,
+}
+
+
 class WorkbenchServer(MCPServer):
-    """An `MCPServer` whose tools are the meta-tools (and, in dynamic mode, the opened tools)."""
+    """An `MCPServer` whose tools are the meta-tools (and, in dynamic mode, the opened tools); in
+    flat mode the served toolboxes' tools. Flat and dynamic modes pass on prompts, resources,
+    templates, completions and subscriptions, every mode logging (gateway.py)."""
 
     def __init__(self, workbench: Workbench, mode: Mode = "proxy") -> None:
         self.skills = SkillsForwarding(workbench)
@@ -112,7 +124,7 @@ class WorkbenchServer(MCPServer):
         super().__init__(
             name="mcp-workbench",
             version=_version(),
-            instructions=instructions(workbench),
+            instructions=instructions(workbench, mode),
             log_level="WARNING",
             extensions=[self.skills, self.tasks],
         )
@@ -128,30 +140,27 @@ class WorkbenchServer(MCPServer):
         self.client_roots: ClientRoots | None = None
         """The stdio face's one client as the servers' roots (run.py): a 2026-07-28 client is asked
         for them before a call starts servers. None (HTTP, in-process): never asked outside a call."""
-        if mode == "dynamic":
+        self.gateway = Gateway(workbench, mode, self._list_changed, self._resource_updated)
+        """What serve passes on besides the meta-tools (gateway.py)."""
+        self.gateway.install(self.lowlevel)
+        if mode == "flat":
+            # Flat mode opens its toolboxes before any call, for whichever host asks first: its
+            # servers are told the client samples, and each call's host answers, or refuses.
+            workbench.sampling_handler = no_upstream_sampling
+        if mode != "proxy":
             self._unsubscribe = workbench.subscribe(self._downstream_event)
-            self._advertise_list_changed()
-
-    def _advertise_list_changed(self) -> None:
-        """Handshake-era clients only act on list_changed when `tools.listChanged` is advertised;
-        MCPServer does not advertise it by itself (2026-07-28 clients subscribe instead)."""
-        advertise_tools_changed(self.lowlevel)
+            # Handshake-era clients only act on list_changed when it is advertised; MCPServer does
+            # not advertise it by itself (2026-07-28 clients subscribe instead).
+            advertise_list_changed(self.lowlevel, tools=True, prompts=True, resources=True)
 
     # ---- what clients see ---------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
+        if self.mode == "flat":
+            catalog = await self.gateway.seen()
+            return [_served_tool(name, info, info.description, info.meta) for name, info in catalog.tools.items()]
         tools = [_sdk_tool(meta) for meta in META_TOOLS.values()]
         for name, info in self._dynamic.items():
-            tools.append(
-                types.Tool(
-                    name=name,
-                    title=info.title,
-                    description=registered_description(info),
-                    input_schema=info.input_schema,
-                    output_schema=info.output_schema,
-                    annotations=types.ToolAnnotations.model_validate(info.annotations) if info.annotations else None,
-                    _meta=registered_meta(info),
-                )
-            )
+            tools.append(_served_tool(name, info, registered_description(info), registered_meta(info)))
         return tools
 
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
@@ -169,13 +178,22 @@ class WorkbenchServer(MCPServer):
         return lowlevel_server(self)
 
     def lane_takes(self, name: str) -> bool:
-        """Whether serve's fast lane may answer a call of `name` (lane.py): `use_tool` and registered tools."""
+        """Whether serve's fast lane may answer a call of `name` (lane.py): `use_tool` and registered
+        tools (flat mode: the served tools, once listed)."""
+        if self.mode == "flat":
+            return self._served(name) is not None
         return name == "use_tool" or name in self._dynamic
 
+    def _served(self, name: str) -> ToolInfo | None:
+        """The downstream tool `name` is: a registered tool, or flat mode's (None: a meta-tool, or unknown)."""
+        if self.mode == "flat":
+            return self.gateway.tool(name)
+        return self._dynamic.get(name)
+
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        if name in META_TOOLS:
+        if name in META_TOOLS and self.mode != "flat":
             return META_TOOLS[name].input_schema
-        info = self._dynamic.get(name)
+        info = self._served(name)
         return info.input_schema if info is not None else None
 
     async def call_tool(
@@ -189,6 +207,9 @@ class WorkbenchServer(MCPServer):
             "use_tool": self._use_tool,
             "search_tools": self._search_tools,
         }.get(name)
+        if self.mode == "flat":
+            handler = None
+            await self.gateway.catalog()  # the served tools, known before the first call
         try:
             if handler is not None:
                 _check_arguments(META_TOOLS[name], arguments)
@@ -198,8 +219,10 @@ class WorkbenchServer(MCPServer):
                     return asked
             if handler is not None:
                 return await handler(arguments, context)
-            info = self._dynamic.get(name)
+            info = self._served(name)
             if info is None:
+                if self.mode == "flat":
+                    return _error(f"Unknown tool '{name}'")
                 return _error(f"Unknown tool '{name}'. Meta-tools: {', '.join(META_TOOLS)}")
             return await self._forward(info.identifier, arguments, context)
         except WorkbenchError as exc:
@@ -218,16 +241,20 @@ class WorkbenchServer(MCPServer):
         declare_sampling_as_upstream(self.workbench, context, no_upstream_sampling)
         box = await self.workbench.aopen(name)
         answer = open_toolbox_answer(name, box.description, box.servers, box.tools, box.failed)
-        if self.mode == "dynamic" and self._register(name):
-            self._tell_after_answer()
+        if self.mode == "dynamic":
+            self.gateway.refresh()
+            if self._register(name):
+                self._tell_after_answer()
         return _text_result(answer)
 
     async def _close_toolbox(self, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
         name = arguments["toolbox"]
         was_open = self.workbench.is_open(name)
         await self.workbench.aclose(name)
-        if self.mode == "dynamic" and self._register(name):
-            self._tell_after_answer()
+        if self.mode == "dynamic":
+            self.gateway.refresh()
+            if self._register(name):
+                self._tell_after_answer()
         return _text_result({"toolbox": name, "closed": was_open})
 
     async def _use_tool(self, arguments: dict[str, Any], context: Any) -> ServedAnswer:
@@ -240,13 +267,13 @@ class WorkbenchServer(MCPServer):
     def _forwarded_tool(self, name: str, arguments: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
         """The downstream tool a call of `name` reaches, with its arguments (None: a meta-tool
         other than `use_tool`, or an unknown name)."""
-        if name == "use_tool":
+        if name == "use_tool" and self.mode != "flat":
             _check_arguments(META_TOOLS[name], arguments)
             inner = arguments.get("arguments") or {}
             if not isinstance(inner, dict):
                 return None
             return parse_identifier(arguments["tool"]), inner
-        info = self._dynamic.get(name)
+        info = self._served(name)
         return (info.identifier, arguments) if info is not None else None
 
     def _starts_servers(self, name: str, arguments: dict[str, Any]) -> bool:
@@ -254,14 +281,17 @@ class WorkbenchServer(MCPServer):
         that is not open and not all lazy, or a call whose server is not running (its toolbox not
         open yet, or the server idle or down)."""
         workbench = self.workbench
-        if name == "open_toolbox":
+        served = self._served(name)
+        if served is not None:
+            ident = served.identifier
+        elif self.mode == "flat":
+            return False
+        elif name == "open_toolbox":
             toolbox = arguments["toolbox"]
             configured = toolbox in workbench.settings.toolboxes
             return configured and not workbench.is_open(toolbox) and not all_lazy(workbench, toolbox)
-        if name == "use_tool":
+        elif name == "use_tool":
             ident = parse_identifier(arguments["tool"])
-        elif name in self._dynamic:
-            ident = self._dynamic[name].identifier
         else:
             return False
         if not workbench.is_open(ident.toolbox):
@@ -290,9 +320,11 @@ class WorkbenchServer(MCPServer):
             return _error("arguments must be an object of the tool's arguments")
         if context is None:
             result = await self.workbench.acall(ident, arguments)
-            return result.raw  # type: ignore[no-any-return]
+            return self._as_served(result.raw)
 
-        if not self.workbench.is_open(ident.toolbox):  # opened by this call: the caller's capabilities count
+        if self.mode != "flat" and not self.workbench.is_open(
+            ident.toolbox
+        ):  # opened by this call: the caller's capabilities count
             declare_sampling_as_upstream(self.workbench, context, no_upstream_sampling)
 
         upstream = None
@@ -306,7 +338,7 @@ class WorkbenchServer(MCPServer):
                 progress = upstream.progress if upstream.follows_progress else None
                 result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
                 await upstream.flush()
-                return result.raw  # type: ignore[no-any-return]
+                return self._as_served(result.raw)
 
         def start(channel: UpstreamChannel) -> Any:
             upstream = channel.upstream
@@ -314,7 +346,12 @@ class WorkbenchServer(MCPServer):
             return self.workbench.submit(ident, arguments, progress=progress, channel=channel)
 
         answer = await self._forwarder.run(context, start, upstream)
-        return answer if isinstance(answer, types.InputRequiredResult) else answer.raw  # type: ignore[no-any-return]
+        return answer if isinstance(answer, types.InputRequiredResult) else self._as_served(answer.raw)
+
+    def _as_served(self, result: Any) -> Any:
+        """Flat mode is one server to its host: a result names serve. Elsewhere a `use_tool` (or a
+        registered tool) answers the downstream result unchanged, its own stamp included."""
+        return as_served(result) if self.mode == "flat" else result
 
     # ---- dynamic mode -------------------------------------------------------------------
     def _register(self, toolbox: str) -> bool:
@@ -363,11 +400,19 @@ class WorkbenchServer(MCPServer):
             self._spawn(self._tools_changed())
 
     async def _tools_changed(self) -> None:
-        """Tell every client: 2026-07-28 subscribers through the bus, handshake-era sessions directly."""
-        await self._subscriptions.publish(ToolsListChanged())
+        await self._list_changed("tools")
+
+    async def _resource_updated(self, uri: str) -> None:
+        """Tell the 2026-07-28 hosts listening for `uri` (handshake-era ones are told by gateway.py)."""
+        await self._subscriptions.publish(ResourceUpdated(uri=uri))
+
+    async def _list_changed(self, kind: str) -> None:
+        """Tell every client that its list of `kind` (`tools`, `prompts`, `resources`) changed:
+        2026-07-28 subscribers through the bus, handshake-era sessions directly."""
+        await self._subscriptions.publish(_LIST_CHANGED[kind]())
         for key, connection in list(self._legacy.items()):
             try:
-                await connection.send_tool_list_changed()
+                await getattr(connection, f"send_{kind[:-1]}_list_changed")()
             except Exception as exc:
                 logger.debug("dropping a connection that cannot be notified: %s", exc)
                 self._legacy.pop(key, None)
@@ -380,7 +425,7 @@ class WorkbenchServer(MCPServer):
     def _remember(self, context: Context[Any, Any] | None) -> None:
         if not self.workbench.in_loop_thread:
             raise WorkbenchError(SERVED_ELSEWHERE)
-        if context is None or self.mode != "dynamic":
+        if context is None or self.mode == "proxy":
             return
         try:
             version = context.protocol_version
@@ -402,18 +447,33 @@ class WorkbenchServer(MCPServer):
     def _downstream_event(self, event: Any) -> None:
         """A downstream server's tools changed (on the loop, amid the core's dispatch): re-register
         once the dispatch is over."""
-        if isinstance(event, ToolsChanged):
+        self.gateway.heard(event)
+        if isinstance(event, ToolsChanged) and self.mode == "dynamic":
             asyncio.get_running_loop().call_soon(self._reregister, event.toolbox)
 
     def close(self) -> None:
         """Stop listening to the workbench; cancel calls still waiting for their client (and
         notifications not sent yet)."""
         self._forwarder.close()
+        self.gateway.close()
         for task in list(self._telling):
             task.cancel()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+
+
+def _served_tool(name: str, info: ToolInfo, description: str | None, meta: dict[str, Any] | None) -> types.Tool:
+    """A downstream tool as served under `name`."""
+    return types.Tool(
+        name=name,
+        title=info.title,
+        description=description,
+        input_schema=info.input_schema,
+        output_schema=info.output_schema,
+        annotations=types.ToolAnnotations.model_validate(info.annotations) if info.annotations else None,
+        _meta=meta,
+    )
 
 
 def _check_arguments(meta: MetaTool, arguments: dict[str, Any]) -> None:

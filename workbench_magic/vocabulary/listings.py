@@ -349,11 +349,13 @@ class ResourceInfo:
     description: str | None = None
     mime_type: str | None = None
     template: bool = False
+    raw: Any = field(default=None, compare=False, repr=False)
+    """The SDK's `Resource` or `ResourceTemplate` as the server listed it (what `serve` passes on)."""
 
     @classmethod
     def from_sdk(cls, toolbox: str, server: str, res: Any, *, template: bool) -> ResourceInfo:
         uri = res.uri_template if template else res.uri
-        return cls(toolbox, server, str(uri), res.name, res.description, res.mime_type, template)
+        return cls(toolbox, server, str(uri), res.name, res.description, res.mime_type, template, res)
 
     def __repr__(self) -> str:
         kind = "template " if self.template else ""
@@ -370,11 +372,13 @@ class PromptInfo:
     name: str
     description: str | None = None
     arguments: tuple[tuple[str, bool, str | None], ...] = ()
+    raw: Any = field(default=None, compare=False, repr=False)
+    """The SDK's `Prompt` as the server listed it (what `serve` passes on)."""
 
     @classmethod
     def from_sdk(cls, toolbox: str, server: str, prompt: Any) -> PromptInfo:
         args = tuple((a.name, bool(a.required), a.description) for a in (prompt.arguments or []))
-        return cls(toolbox, server, prompt.name, prompt.description, args)
+        return cls(toolbox, server, prompt.name, prompt.description, args, prompt)
 
     @property
     def identifier(self) -> ToolIdentifier:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench_magic.vocabulary.listings import ServerStatus, ToolboxInfo, ToolInfo
+from workbench_magic.vocabulary.listings import PromptInfo, ResourceInfo, ServerStatus, ToolboxInfo, ToolInfo
 
 __all__ = [
     "META_TOOLS",
@@ -197,9 +197,29 @@ def answer_text(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-def registered_name(tool: ToolInfo) -> str:
-    """Dynamic mode's name of a tool: `{toolbox}__{server}__{tool}` (toolbox and server names never contain `__`)."""
+def registered_name(tool: ToolInfo | PromptInfo) -> str:
+    """Dynamic mode's name of a tool (or a prompt): `{toolbox}__{server}__{tool}` (toolbox and server
+    names never contain `__`); flat mode's name of one whose own name two servers share."""
     return f"{tool.toolbox}__{tool.server}__{tool.name}"
+
+
+def shared_uri(uri: str, first: ResourceInfo, second: ResourceInfo) -> str:
+    """The one warning line of a URI two servers list: served from the first."""
+    return (
+        f"{uri} is listed by {first.toolbox}/{first.server} and {second.toolbox}/{second.server}: "
+        f"served from {first.toolbox}/{first.server}"
+    )
+
+
+def flat_instructions(toolboxes: Sequence[ToolboxInfo]) -> str:
+    """The initialize instructions of flat mode: whose tools, prompts and resources these are."""
+    if not toolboxes:
+        return "No toolboxes are configured."
+    listed = "; ".join(f"{tb.name} ({', '.join(tb.servers) or 'no servers'})" for tb in toolboxes)
+    return (
+        f"The tools, prompts and resources of these MCP Workbench toolboxes, under their own names: {listed}. "
+        "A name two servers share is toolbox__server__name."
+    )
 
 
 def registered_description(tool: ToolInfo) -> str:

@@ -214,15 +214,18 @@ class ClientFeatures:
             UsageError: `level` is not one of them.
             NotFoundError: `target` names no toolbox, or a toolbox or server that does not exist.
         """
+        self._loop.run(contained(self._set_server_log_level(target, level)))
+
+    async def aset_server_log_level(self, target: str, level: str) -> None:
+        """`set_server_log_level` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
+        await self._loop.arun(contained(self._set_server_log_level(target, level)))
+
+    async def _set_server_log_level(self, target: str, level: str) -> None:
         if level not in LOG_LEVELS:
             raise UsageError(f"Unknown log level {level!r}: one of {', '.join(LOG_LEVELS)}")
         toolbox, server = toolbox_target(target)
-
-        async def apply() -> None:
-            for conn in await self._core.connections(toolbox, server, self._settings()):
-                await conn.set_log_level(level)
-
-        self._loop.run(contained(apply()))
+        for conn in await self._core.connections(toolbox, server, self._settings()):
+            await conn.set_log_level(level)
 
     def set_roots(self, target: str, roots: list[str] | tuple[str, ...] | str | None) -> None:
         """The roots of one server or of every server of a toolbox; None: back to the config's.

@@ -81,12 +81,15 @@ class ServerFeatures:
         Returns:
             One `ResourceInfo` per resource and per template (`.template` tells them apart).
         """
+        return self._loop.run(contained(self._resources(target)))  # type: ignore[no-any-return]
+
+    async def aresources(self, target: str | None = None) -> list[ResourceInfo]:
+        """`resources` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
+        return await self._loop.arun(contained(self._resources(target)))
+
+    async def _resources(self, target: str | None) -> list[ResourceInfo]:
         toolbox, server = parse_target(target)
-
-        async def gather() -> list[ResourceInfo]:
-            return await server_features.list_resources(await self._core.connections(toolbox, server, self._settings()))
-
-        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
+        return await server_features.list_resources(await self._core.connections(toolbox, server, self._settings()))
 
     def read_resource(self, target: str, uri: str, *, timeout: float | None = None, **variables: Any) -> ResourceResult:
         """Read a resource from `toolbox/server`; a template URI is expanded with `variables`.
@@ -146,12 +149,15 @@ class ServerFeatures:
         Returns:
             One `PromptInfo` per prompt, with its arguments.
         """
+        return self._loop.run(contained(self._prompts(target)))  # type: ignore[no-any-return]
+
+    async def aprompts(self, target: str | None = None) -> list[PromptInfo]:
+        """`prompts` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
+        return await self._loop.arun(contained(self._prompts(target)))
+
+    async def _prompts(self, target: str | None) -> list[PromptInfo]:
         toolbox, server = parse_target(target)
-
-        async def gather() -> list[PromptInfo]:
-            return await server_features.list_prompts(await self._core.connections(toolbox, server, self._settings()))
-
-        return self._loop.run(contained(gather()))  # type: ignore[no-any-return]
+        return await server_features.list_prompts(await self._core.connections(toolbox, server, self._settings()))
 
     def get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
         """Render a prompt: `get_prompt("dev/server/prompt_name", {"arg": "value"})`.
@@ -167,16 +173,18 @@ class ServerFeatures:
             InvalidIdentifierError: `identifier` cannot be parsed.
             RequestError: the server failed the request.
         """
+        return self._loop.run(contained(self._get_prompt(identifier, arguments)), waiting_channel())  # type: ignore[no-any-return]
+
+    async def aget_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
+        """`get_prompt` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
+        return await self._loop.arun(contained(self._get_prompt(identifier, arguments)))
+
+    async def _get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None) -> PromptResult:
         ident = parse_identifier(identifier)
         args = {k: v if isinstance(v, str) else str(v) for k, v in (arguments or {}).items()}
-        limit = self._timeout()
-
-        async def get() -> PromptResult:
-            conn = await self._core.connection_opening(ident.toolbox, ident.server, self._settings())
-            raw = await conn.get_prompt(ident.name, args or None, limit)
-            return PromptResult(identifier=ident, raw=raw)
-
-        return self._loop.run(contained(get()), waiting_channel())  # type: ignore[no-any-return]
+        conn = await self._core.connection_opening(ident.toolbox, ident.server, self._settings())
+        raw = await conn.get_prompt(ident.name, args or None, self._timeout())
+        return PromptResult(identifier=ident, raw=raw)
 
     def complete(
         self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
@@ -193,13 +201,20 @@ class ServerFeatures:
         Returns:
             The values the server offers; `[]` when it offers none, or takes longer than half a second.
         """
+        return self._loop.run(contained(self._complete(target, ref, argument, value, context)))  # type: ignore[no-any-return]
+
+    async def acomplete(
+        self, target: str, ref: str, argument: str, value: str = "", context: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """`complete` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
+        return await self._loop.arun(contained(self._complete(target, ref, argument, value, context)))
+
+    async def _complete(
+        self, target: str, ref: str, argument: str, value: str, context: Mapping[str, str] | None
+    ) -> list[str]:
         toolbox, server = server_target(target)
-
-        async def complete() -> list[str]:
-            conn = await self._core.connection_opening(toolbox, server, self._settings())
-            return await server_features.complete(conn, ref, argument, value, context)
-
-        return self._loop.run(contained(complete()))  # type: ignore[no-any-return]
+        conn = await self._core.connection_opening(toolbox, server, self._settings())
+        return await server_features.complete(conn, ref, argument, value, context)
 
     def watch(
         self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
@@ -222,15 +237,23 @@ class ServerFeatures:
             watch.close()
             ```
         """
-        toolbox, server = server_target(target)
+        return self._loop.run(contained(self._watch(target, uri, callback, _caller_loop_channel())))  # type: ignore[no-any-return]
+
+    async def awatch(
+        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None = None
+    ) -> server_features.ResourceWatch:
+        """`watch` for `await` (from the kernel's loop, or the workbench's own: `serve`); `callback`
+        runs on the caller's loop. `await watch.aclose()` ends it there."""
         channel = _caller_loop_channel()
-        limit = self._timeout()
+        return await self._loop.arun(contained(self._watch(target, uri, callback, channel)))  # type: ignore[no-any-return]
 
-        async def start() -> server_features.ResourceWatch:
-            conn = await self._core.connection_opening(toolbox, server, self._settings())
-            return await server_features.ResourceWatch(self._loop, conn, uri, callback, channel, limit).start()
-
-        return self._loop.run(contained(start()))  # type: ignore[no-any-return]
+    async def _watch(
+        self, target: str, uri: str, callback: Callable[[ResourceResult], Any] | None, channel: Channel | None
+    ) -> server_features.ResourceWatch:
+        toolbox, server = server_target(target)
+        conn = await self._core.connection_opening(toolbox, server, self._settings())
+        watch = server_features.ResourceWatch(self._loop, conn, uri, callback, channel, self._timeout())
+        return await watch.start()
 
     # ---- skills ---------------------------------------------------------------------------
     def skills(self, target: str | None = None) -> SkillList:

@@ -26,19 +26,27 @@ def session_connection(session: Any) -> Any | None:
     return getattr(session, "_connection", None)
 
 
-def advertise_tools_changed(lowlevel: Any) -> None:
-    """Make `lowlevel` (a low-level `Server`) advertise `tools.listChanged` in its handshake-era
-    capabilities whenever it is asked for its initialization options without notification
-    options: handshake-era clients only act on list_changed when it is advertised, and
-    `MCPServer` does not advertise it by itself."""
+def advertise_list_changed(
+    lowlevel: Any, *, tools: bool = True, prompts: bool = False, resources: bool = False
+) -> None:
+    """Make `lowlevel` (a low-level `Server`) advertise `listChanged` for `tools` (and `prompts`,
+    `resources`) in its handshake-era capabilities whenever it is asked for its initialization
+    options without notification options: handshake-era clients only act on list_changed when it
+    is advertised, and `MCPServer` does not advertise it by itself."""
     from mcp.server import NotificationOptions
 
     original = lowlevel.create_initialization_options
+    changes = NotificationOptions(tools_changed=tools, prompts_changed=prompts, resources_changed=resources)
 
     def with_list_changed(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
-        return original(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+        return original(notification_options or changes, *args, **kwargs)
 
     lowlevel.create_initialization_options = with_list_changed
 
 
-__all__ = ["advertise_tools_changed", "lowlevel_server", "session_connection"]
+def advertise_tools_changed(lowlevel: Any) -> None:
+    """`advertise_list_changed` for tools only."""
+    advertise_list_changed(lowlevel)
+
+
+__all__ = ["advertise_list_changed", "advertise_tools_changed", "lowlevel_server", "session_connection"]
