@@ -68,8 +68,10 @@ class Block:
 
     def cell(self) -> str | None:
         """The code the kernel runs for this block (None: nothing)."""
-        if self.kind == "write":
-            return f"%%writefile {self.text}\n{self.code}\n"
+        if self.kind == "write":  # its folder made too (a project's .cursor/mcp.json)
+            path = self.text.strip()
+            made = f"_p.Path({path!r}).parent.mkdir(parents=True, exist_ok=True)"
+            return f"import pathlib as _p\n{made}\n_ = _p.Path({path!r}).write_text({self.code + chr(10)!r})"
         if self.lang in RUN and self.kind != "not-run":
             return self.code
         return None

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from workbench_magic.api.apps.views import AppView
     from workbench_magic.api.batches.batch import Batch, CheckpointBatch
     from workbench_magic.api.tasks.handles import TaskHandle
+    from workbench_magic.api.toolboxes.importing import known_clients
     from workbench_magic.api.workbench import OpenedToolbox, Workbench
     from workbench_magic.engine.rules.surface import Diff, Snapshot
     from workbench_magic.vocabulary.chat import ChatTurn
@@ -75,6 +76,7 @@ logging.getLogger("workbench_magic").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Workbench": "workbench_magic.api.workbench",
+    "known_clients": "workbench_magic.api.toolboxes.importing",
     "OpenedToolbox": "workbench_magic.api.workbench",
     "ToolIdentifier": "workbench_magic.vocabulary.identifiers",
     "ToolResult": "workbench_magic.vocabulary.results",
@@ -164,4 +166,5 @@ __all__ = [
     "Workbench",
     "WorkbenchError",
     "__version__",
+    "known_clients",
 ]

@@ -22,7 +22,7 @@ import httpx
 import mcp_types as types
 import pytest
 from conftest import SERVERS, free_port, npm_server, python_command, python_server, toolbox, write_config
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_clientserver import ROOTS, Recorder
 
@@ -217,12 +217,20 @@ def test_what_the_upstream_client_lacks_is_not_advertised_or_forwarded(config: P
         names = {(t["server"], t["name"]) for t in listed.structured_content["tools"]}  # type: ignore[index]
         assert ("ev", "trigger-sampling-request") not in names  # the upstream client cannot sample
         assert ("ev", "trigger-elicitation-request") in names
-        for server in DOWNSTREAM:
+        modern = client.protocol_version >= "2026-07-28"
+        for server in DOWNSTREAM:  # the servers were not told the client samples: they do not ask
             ident = {"toolbox": "fw", "server": server, "name": "sample"}
             refused = await client.call_tool("use_tool", {"tool": ident, "arguments": {"prompt": "x"}})
             assert refused.is_error
-        # no elicitation callback upstream: the downstream's question is declined, nobody hangs
-        assert (await use(client, "old", "ask_person"))["action"] in ("decline", "cancel")
+        # no elicitation callback upstream: the downstream's question is declined, nobody hangs; on
+        # 2026-07-28 the call is -32021 naming what it needed (SEP-2575)
+        if modern:
+            with pytest.raises(MCPError) as missing:
+                await use(client, "old", "ask_person")
+            assert missing.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert missing.value.error.data["requiredCapabilities"] == {"elicitation": {}}
+        else:
+            assert (await use(client, "old", "ask_person"))["action"] in ("decline", "cancel")
         assert not rec.samplings and not rec.elicitations
 
     run(config, era, body, sampling_callback=None, elicitation_callback=None)

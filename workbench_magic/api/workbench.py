@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from workbench_magic.api.presenting import Presenters
-    from workbench_magic.config.settings import ServerConfig, WorkbenchConfig
+    from workbench_magic.config.settings import ServerConfig, ToolboxConfig, WorkbenchConfig
     from workbench_magic.engine.clientside import AuthorizationHandler, ElicitationHandler, SamplingHandler
 
 logger = logging.getLogger("workbench_magic")
@@ -242,6 +242,8 @@ class Workbench(
         self._source = config
         self._added: Mapping[tuple[str, str], ServerConfig] = MappingProxyType({})
         """The config of each server added from the notebook (its object is the core's)."""
+        self._imported: Mapping[str, ToolboxConfig] = MappingProxyType({})
+        """The toolboxes imported from other clients' configs this session (`import_toolbox`)."""
         self._loaded: WorkbenchConfig | None = None
         """The config as read from its source, without the notebook's servers."""
         if config is not None:  # an explicit config is loaded (and checked) now; discovery waits for first use
@@ -358,11 +360,13 @@ class Workbench(
         The whole is checked first (`ConfigError`: nothing changes); the loop's deck takes it,
         with the cassettes of its toolboxes' `"replay"` (read here, not on the loop).
         """
-        from workbench_magic.config.settings import with_server
+        from workbench_magic.config.settings import with_server, with_toolbox
         from workbench_magic.engine.cassette_deck import read_config_replays
 
         added = self._added if added is None else MappingProxyType(dict(added))
         config = loaded
+        for box, imported in self._imported.items():
+            config = with_toolbox(config, box, imported)
         for (toolbox, name), server in added.items():
             config = with_server(config, toolbox, name, server)
         deck = self._deck
@@ -575,6 +579,62 @@ class Workbench(
         settings = self._use(loaded, {**self._added, (toolbox, name): config})  # a bad name changes nothing
         self._context.run(self._core.add_server(toolbox, name, server, settings))
         return OpenedToolbox(self, toolbox)
+
+    def import_toolbox(
+        self, source: str | os.PathLike[str], *, name: str | None = None, prefer: str | None = None
+    ) -> str:
+        """Add a toolbox for this session from another client's MCP config, or a registry entry.
+
+        Servers keep their names; the client's secret references (`${input:ID}`, `${env:NAME}`,
+        `${NAME}`) become the workbench's `${VAR}` references, read from the environment when the
+        servers start: no secret is written anywhere. The toolbox stays across `load_config`.
+
+        Args:
+            source: a client: `"claude-desktop"`, `"claude-code"`, `"cursor"`, `"vscode"`, `"windsurf"`,
+                `"gemini-cli"`, `"codex"` (read where it keeps its config, under the home folder and in
+                the current project folder); a path to one of their config files (its format told from
+                its content); or a path to an MCP registry `server.json`.
+            name: the toolbox's name (default: the client's name, or the last part of the
+                `server.json`'s server name).
+            prefer: of a `server.json` that offers both, `"package"` (run it here) or `"remote"`
+                (connect to its URL); default: a package whose runtime is on PATH, else a remote.
+
+        Returns:
+            The toolbox's name: `wb.open(name)` opens it.
+
+        Raises:
+            ConfigError: the source is unknown, cannot be read, has no servers, or names a variable
+                that is not set; nothing changes.
+
+        Example:
+            ```python
+            import workbench_magic
+
+            workbench_magic.known_clients()  # which clients' configs this machine has
+            name = wb.import_toolbox("cursor")
+            wb.open(name)
+            ```
+        """
+        from pathlib import Path
+
+        from workbench_magic.config.imports import read_client
+        from workbench_magic.config.parser import parse_config
+
+        if prefer not in (None, "package", "remote"):
+            raise UsageError(f"prefer is 'package' or 'remote', not {prefer!r}")
+        imported = read_client(os.fspath(source), home=Path.home(), project=Path.cwd(), prefer=prefer)  # type: ignore[arg-type]
+        box = name or imported.name
+        where = ", ".join(str(p) for p in imported.source)
+        raw = {"description": f"imported from {where}", "mcpServers": imported.servers}
+        toolbox = parse_config({"toolboxes": {box: raw}}, f"<import {os.fspath(source)}>").toolboxes[box]
+        before = self._imported
+        self._imported = MappingProxyType({**before, box: toolbox})
+        try:
+            self._use(self._loaded if self._loaded is not None else self._load(self._source))
+        except WorkbenchError:
+            self._imported = before
+            raise
+        return box
 
     @staticmethod
     def _new_server_target(target: Any) -> tuple[str, str]:

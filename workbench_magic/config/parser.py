@@ -149,6 +149,8 @@ class _Parser:
         items = self.keys(raw, path, _TOOLBOX_KEYS)
         if not isinstance(items, dict):
             return items
+        if "import" in items:
+            items["mcpServers"] = self.imported(items, path)
         if "mcpServers" not in items:
             raise self.error(path, "missing 'mcpServers'", 'Fix: add "mcpServers": {"name": {"command": "..."}}')
         for key, value in items.items():  # its own strings (description, start, idleTimeout, replay)
@@ -160,6 +162,22 @@ class _Parser:
         finally:
             self.unset_allowed = False
         return items
+
+    def imported(self, items: dict[str, Any], path: str) -> dict[str, Any]:
+        """The servers a toolbox's `"import"` names (another client's config, such a file, or a
+        registry server.json; a relative path is the config file's), in the config's own form."""
+        from workbench_magic.config.imports import CLIENTS, read_client
+
+        source = items["import"]
+        if "mcpServers" in items or not isinstance(source, str) or not source.strip():
+            raise self.error(
+                json_path(path, "import"),
+                "'import' names a client or a file, instead of 'mcpServers'",
+                'Fix: "import": "cursor" (or a config file\'s path), and no "mcpServers"',
+            )
+        if source not in CLIENTS and not Path(source).expanduser().is_absolute() and Path(self.source).is_file():
+            source = str(Path(self.source).parent / source)
+        return dict(read_client(source, home=Path.home(), project=Path.cwd()).servers)
 
     def servers(self, raw: Any, path: str, box: str) -> Any:
         servers = self.keys(raw, path, None)

@@ -358,7 +358,8 @@ def config_schema() -> dict[str, Any]:
     toolbox["properties"] = {
         name: value if name == "mcpServers" else _expandable(value) for name, value in toolbox["properties"].items()
     }
-    toolbox["required"] = ["mcpServers"]
+    # its servers, or where they come from (another client's config, a registry entry): one of the two
+    toolbox["oneOf"] = [{"required": ["mcpServers"]}, {"required": ["import"]}]
     top_servers = _names(
         _ref("server"),
         'Claude Desktop / VS Code style: the servers of one toolbox named "default", by name (instead of toolboxes).',

@@ -493,6 +493,13 @@ class ToolboxConfig(_Lifecycle):
         alias="mcpServers",
         description="The servers of this toolbox, by name: letters, digits, - and _ (no __, not ending in _).",
     )
+    import_: str | None = Field(
+        default=None,
+        alias="import",
+        description='Instead of mcpServers: the servers of another client\'s config ("claude-desktop", "claude-code", '
+        '"cursor", "vscode", "windsurf", "gemini-cli", "codex"), of such a config file, or of a registry server.json '
+        "(a path, relative to the config file), read when the config loads.",
+    )
     replay: str | None = Field(
         default=None,
         description="A cassette this toolbox is answered from (relative to the config file): its servers never "
@@ -571,6 +578,14 @@ class WorkbenchConfig(_ConfigModel):
     def secrets(self) -> frozenset[str]:
         """The union of every server's `ServerConfig.secrets`."""
         return frozenset().union(*(cfg.secrets for box in self.toolboxes.values() for cfg in box.mcp_servers.values()))
+
+
+def with_toolbox(config: WorkbenchConfig, name: str, toolbox: ToolboxConfig) -> WorkbenchConfig:
+    """`config` plus one toolbox (replacing one of that name). `ConfigError` for a name the file's
+    rules refuse."""
+    data: dict[str, Any] = dict(config.toolboxes)
+    data[name] = toolbox
+    return WorkbenchConfig.model_validate({"toolboxes": data, "source": config.source})
 
 
 def with_server(config: WorkbenchConfig, toolbox: str, name: str, server: ServerConfig) -> WorkbenchConfig:

@@ -84,6 +84,8 @@ class MagicCompleter:
             return self._template_variables(before[0], before[1], before[2:], word)
         if sub == "help":
             return [*SUBCOMMANDS, "use_tool"] if index == 2 else []
+        if sub == "import":
+            return self._import_sources() if index == 2 else ["--as"]
         if sub in ("open", "close", "list"):
             names = [tb.name for tb in self._toolbox_infos()]
             return ([*names, "--all"] if sub == "close" else names) if sub != "list" else []
@@ -94,6 +96,15 @@ class MagicCompleter:
         if sub == "tools":
             return ["--search"]
         return []
+
+    def _import_sources(self) -> list[str]:
+        """The clients whose MCP config exists here (`known_clients`): what `%workbench import` takes."""
+        from workbench_magic.api.toolboxes.importing import known_clients
+
+        try:
+            return [client.name for client in known_clients()]
+        except Exception:  # Tab never fails
+            return []
 
     def _prompt_arguments(self, prompt: str, pairs: list[str], word: str) -> list[str]:
         """`name=` words of a prompt's arguments, or a server's completions of the value being typed."""

@@ -113,6 +113,17 @@ class WorkbenchMagics(Magics):
         boxes = [ExploredToolbox(self.workbench, name) for name in ns.toolboxes]
         return boxes[0] if len(boxes) == 1 else boxes
 
+    def _cmd_import(self, args: list[str]) -> Any:
+        p = self._parser("import")
+        p.add_argument("source")
+        p.add_argument("--as", dest="name", default=None)
+        ns = p.parse(args)
+        from workbench_magic.notebook.views import TextView
+
+        name = self.workbench.import_toolbox(ns.source, name=ns.name)
+        servers = ", ".join(self.workbench.settings.toolbox(name).mcp_servers)
+        return TextView(f"Toolbox '{name}' imported from {ns.source}: {servers}. Open it: %workbench open {name}")
+
     def _cmd_add(self, args: list[str]) -> Any:
         p = self._parser("add")
         p.add_argument("target")

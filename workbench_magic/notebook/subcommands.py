@@ -22,6 +22,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         '"lazy") with a cached catalog starts no process: it is idle until first use. --lazy and\n'
         "--eager override the config for this open.",
     ),
+    "import": (
+        "%workbench import SOURCE [--as NAME]",
+        "Add a toolbox for this session from another client's MCP config: claude-desktop, claude-code,\n"
+        "cursor, vscode, windsurf, gemini-cli or codex (Tab lists those found here), one of their config\n"
+        "files, or a registry server.json. Servers keep their names; secrets stay ${VAR} references.",
+    ),
     "add": (
         "%workbench add TOOLBOX/NAME VARIABLE",
         "Add the MCPServer in VARIABLE (written in this notebook) as server NAME of TOOLBOX and connect\n"

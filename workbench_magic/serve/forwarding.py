@@ -16,7 +16,9 @@ The upstream client's protocol generation decides how a request travels:
   the answer and waits for the next question or the result.
 
 What the upstream client did not declare is not forwarded: sampling is then refused, elicitation
-declined, and roots are the workbench's own.
+declined, and roots are the workbench's own; a 2026-07-28 client's call is then answered
+`-32021` (missing required client capability, naming what the downstream asked for), as SEP-2575
+asks of a server that needs a capability its client did not declare.
 
 Outside a call, downstream servers that follow roots get them from `ClientRoots` on the stdio face
 (its one client owns them; a 2026-07-28 client is asked for them in the first request that starts
@@ -84,10 +86,34 @@ class Upstream:
         """What the downstream told while the client had no request open (a 2026-07-28 client
         between an `InputRequiredResult` and its retry): sent through the retry's request."""
         self._waiter: asyncio.Future[None] | None = None
+        self.missing: set[str] = set()
+        """What a downstream asked of this (2026-07-28) client that it did not declare."""
 
     # ---- what the upstream client declared ------------------------------------------------
     def offers(self, kind: str, *, url: bool = False) -> bool:
-        """Whether the upstream client declared `kind` (sampling, elicitation, roots)."""
+        """Whether the upstream client declared `kind` (sampling, elicitation, roots); a 2026-07-28
+        client that did not declare sampling or elicitation a downstream asks for is `missing` it."""
+        declared = self._declared(kind, url=url)
+        if not declared and self.modern and kind in ("sampling", "elicitation"):
+            self.missing.add(kind)
+        return declared
+
+    def check_declared(self) -> None:
+        """The call's answer to a 2026-07-28 client that lacked what a downstream asked for:
+        `-32021` naming it (`MCPError`); else nothing."""
+        if not self.missing:
+            return
+        from mcp import MCPError
+
+        needed = types.ClientCapabilities.model_validate({kind: {} for kind in sorted(self.missing)})
+        data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=needed)
+        raise MCPError(
+            code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message=f"The call needs the client's {' and '.join(sorted(self.missing))}, which it did not declare",
+            data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
+
+    def _declared(self, kind: str, *, url: bool = False) -> bool:
         caps = self.capabilities
         if caps is None:
             return False
@@ -158,7 +184,7 @@ class Upstream:
     def asks(self) -> bool:
         """Whether a downstream question can reach this client (one it declared, or a handshake-era
         client's request); else each is refused, declined or answered with the workbench's roots."""
-        return not self.modern or any(self.offers(kind) for kind in ("sampling", "elicitation", "roots"))
+        return not self.modern or any(self._declared(kind) for kind in ("sampling", "elicitation", "roots"))
 
     def log(self, params: Any, source: str) -> None:
         """A downstream log message, as the upstream request's log message, named by its server:
@@ -418,6 +444,7 @@ class Forwarder:
         if done.done() and not upstream.questions:  # also when it ended during that flush
             upstream.release()
             await upstream.flush()
+            upstream.check_declared()
             return done.result()
         questions, upstream.questions = upstream.questions, []
         for question in questions:

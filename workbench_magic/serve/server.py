@@ -336,8 +336,13 @@ class WorkbenchServer(MCPServer):
             if not upstream.modern or not upstream.asks:
                 channel = UpstreamChannel(upstream)
                 progress = upstream.progress if upstream.follows_progress else None
-                result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
+                try:
+                    result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
+                except WorkbenchError:
+                    upstream.check_declared()  # the failure came of what the client lacks: say so
+                    raise
                 await upstream.flush()
+                upstream.check_declared()
                 return self._as_served(result.raw)
 
         def start(channel: UpstreamChannel) -> Any:
