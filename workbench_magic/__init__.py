@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from workbench_magic.engine.rules.surface import Diff, Snapshot
     from workbench_magic.vocabulary.chat import ChatTurn
     from workbench_magic.vocabulary.context_cost import ContextCost
+    from workbench_magic.vocabulary.doctor import DoctorReport
     from workbench_magic.vocabulary.evaluations import EvalReport
     from workbench_magic.vocabulary.events import (
         PromptsChanged,
@@ -77,6 +78,7 @@ logging.getLogger("workbench_magic").addHandler(logging.NullHandler())
 _LAZY = {
     "Workbench": "workbench_magic.api.workbench",
     "known_clients": "workbench_magic.api.toolboxes.importing",
+    "DoctorReport": "workbench_magic.vocabulary.doctor",
     "OpenedToolbox": "workbench_magic.api.workbench",
     "ToolIdentifier": "workbench_magic.vocabulary.identifiers",
     "ToolResult": "workbench_magic.vocabulary.results",
@@ -135,6 +137,7 @@ __all__ = [
     "ConnectError",
     "ContextCost",
     "Diff",
+    "DoctorReport",
     "EvalReport",
     "InvalidIdentifierError",
     "MissingExtraError",

@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_list(sub, common)
     _add_tools(sub, common)
     _add_call(sub, common)
+    _add_doctor(sub, common)
     _add_demo(sub, common)
     _add_snapshot(sub, common)
     _add_diff(sub, common)
@@ -74,6 +75,16 @@ def _add_tools(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     """`tools TARGET`: open a toolbox and list its tools."""
     tools = sub.add_parser("tools", help="open a toolbox and list its tools", parents=[common])
     tools.add_argument("target", help="toolbox or toolbox/server")
+
+
+def _add_doctor(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """`doctor TARGET`: which step of connecting to a server fails."""
+    doctor = sub.add_parser(
+        "doctor",
+        help="which step of connecting to a server fails, and what to do (exit 1 when a step failed)",
+        parents=[common],
+    )
+    doctor.add_argument("target", help="toolbox/server")
 
 
 def _add_call(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -288,12 +299,20 @@ def _call(wb: Workbench, args: argparse.Namespace) -> int:
     return 1 if result.is_error else 0
 
 
+def _doctor(wb: Workbench, args: argparse.Namespace) -> int:
+    """`doctor`: print each step of connecting to the server; 1 when one failed."""
+    report = wb.doctor(args.target)
+    print(repr(report))
+    return 0 if report.ok else 1
+
+
 _WORKBENCH_COMMANDS: dict[str, Callable[[Workbench, argparse.Namespace], int]] = {
     "list": _list,
     "tools": _tools,
     "snapshot": _snapshot,
     "check-schemas": _check_schemas,
     "call": _call,
+    "doctor": _doctor,
 }
 """The commands run on a `Workbench` of the config (closed after each), by name."""
 

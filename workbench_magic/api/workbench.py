@@ -471,6 +471,7 @@ class Workbench(
     aclose = delegate(Toolboxes.aclose, to="_toolboxes")
     reconnect = delegate(Toolboxes.reconnect, to="_toolboxes")
     logs = delegate(Toolboxes.logs, to="_toolboxes")
+    doctor = delegate(Toolboxes.doctor, to="_toolboxes")
     status = delegate(Toolboxes.status, to="_toolboxes")
     history = delegate_property(Toolboxes.history, to="_toolboxes")
     tool = delegate(Toolboxes.tool, to="_toolboxes")

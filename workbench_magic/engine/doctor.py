@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from workbench_magic.vocabulary.doctor import DoctorReport, DoctorStep, StepStatus
+from workbench_magic.vocabulary.doctor import RUNNERS, DoctorReport, DoctorStep, StepStatus
 
 if TYPE_CHECKING:
     from workbench_magic.config.settings import ServerConfig
@@ -38,16 +38,15 @@ HANDSHAKE_VERSION = "2025-11-25"
 _INHERITED = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 #: Seconds a started process must stay up to count as started.
 _STAYS_UP = 1.0
-#: Package runners: what each is, and how to get it.
-_RUNNERS: dict[str, tuple[str, str]] = {
-    "npx": ("Node.js's package runner", "install Node.js, which brings npx: https://nodejs.org (or apt install npm)"),
-    "node": ("Node.js", "install Node.js: https://nodejs.org (or apt install nodejs)"),
-    "uvx": ("uv's tool runner", "install uv, which brings uvx: curl -LsSf https://astral.sh/uv/install.sh | sh"),
-    "uv": ("the uv package manager", "install uv: curl -LsSf https://astral.sh/uv/install.sh | sh"),
-    "pipx": ("the pipx runner", "install pipx: python -m pip install --user pipx"),
-    "bunx": ("Bun's package runner", "install Bun, which brings bunx: https://bun.sh"),
-    "deno": ("the Deno runtime", "install Deno: https://deno.com"),
-    "docker": ("Docker", "install Docker (https://docs.docker.com/get-docker/) and start its daemon"),
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "wb-doctor", "version": "1"},
+    },
 }
 _JUNK_HINT = "a stdio server must write only JSON-RPC on stdout: send its logs and banners to stderr"
 
@@ -125,14 +124,16 @@ async def diagnose(
         else _HttpDoctor(server, timeout)
     )
     try:
-        steps = await _run(doctor.steps())
+        steps = await _run(doctor.steps(), timeout)
     finally:
         await doctor.close()
     return DoctorReport(target, steps)
 
 
-async def _run(steps: list[tuple[str, Step]]) -> tuple[DoctorStep, ...]:
+async def _run(steps: list[tuple[str, Step]], timeout: float) -> tuple[DoctorStep, ...]:
     """Run the steps in order; after a failure the rest are skipped."""
+    # Each step keeps to `timeout` per wait; this bounds a step whatever it waits on.
+    budget = timeout * 3 + 5
     done: list[DoctorStep] = []
     failed = ""
     for name, step in steps:
@@ -140,7 +141,9 @@ async def _run(steps: list[tuple[str, Step]]) -> tuple[DoctorStep, ...]:
             done.append(DoctorStep(name, "skipped", f"not tried: the {failed} step failed"))
             continue
         try:
-            status, finding, hint = await step()
+            status, finding, hint = await asyncio.wait_for(step(), budget)
+        except TimeoutError:
+            status, finding, hint = "failed", f"the step took over {budget:g} s", "raise the timeout"
         except _Failed as error:
             status, finding, hint = "failed", error.finding, error.hint
         except Exception as error:  # a step's own bug or an unforeseen failure: still a report
@@ -194,7 +197,7 @@ class _Doctor:
                     server = client.server_info
                     self.info = {
                         "version": client.protocol_version,
-                        "name": f"{server.name} {server.version}" if server else "(no server info)",
+                        "name": f"{server.name} {server.version or ''}".strip() if server else "(no server info)",
                         "capabilities": client.server_capabilities,
                     }
                     await self._list(client)
@@ -206,8 +209,8 @@ class _Doctor:
         except Exception as error:
             raise _Failed(f"the SDK's handshake failed: {_describe(error)}{self._stderr()}") from None
         version = str(self.info["version"])
-        era = "2026-07-28 era (server/discover)" if version >= "2026" else "handshake era (initialize)"
-        return "ok", f"protocol {version}, {era}; server {self.info['name']}", ""
+        era = "server/discover" if version >= "2026" else "the initialize handshake"
+        return "ok", f"protocol {version} ({era}); server {self.info['name']}", ""
 
     async def _list(self, client: Any) -> None:
         import anyio
@@ -312,7 +315,7 @@ class _StdioDoctor(_Doctor):
         found = shutil.which(command, path=self.env.get("PATH", os.defpath))
         if found:
             return "ok", f"{command} is {found}", ""
-        runner = _RUNNERS.get(command.lower().removesuffix(".exe"))
+        runner = RUNNERS.get(command.lower().removesuffix(".exe"))
         if runner is not None:
             raise _Failed(f"{command} ({runner[0]}) is not installed: not found on PATH", runner[1])
         raise _Failed(f"{command} is not found on PATH", "install it, or write its full path as the command")
@@ -334,9 +337,7 @@ class _StdioDoctor(_Doctor):
             )
         except OSError as error:
             raise _Failed(f"cannot start {self.server.command}: {error.strerror or error}") from None
-        try:
-            await asyncio.wait_for(self.proc.wait(), min(_STAYS_UP, self.timeout))
-        except TimeoutError:
+        if not await _exits_within(self.proc, min(_STAYS_UP, self.timeout)):
             return "ok", f"started (pid {self.proc.pid}) and stays up", ""
         tail = _tail(self.raw_log)
         raise _Failed(
@@ -346,11 +347,13 @@ class _StdioDoctor(_Doctor):
 
     async def protocol(self) -> Outcome:
         """A raw `initialize` line on its stdin: what comes back on its stdout."""
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
         try:
-            self.proc.stdin.write(json.dumps(_initialize()).encode() + b"\n")
-            await self.proc.stdin.drain()
-            answer, junk, ended = await self._read_answer(self.proc.stdout)
+            with contextlib.suppress(ConnectionError):  # it exited: what stdout held is read next
+                proc.stdin.write(json.dumps(_INITIALIZE).encode() + b"\n")
+                await proc.stdin.drain()
+            answer, junk, ended = await self._read_answer(proc.stdout)
         finally:
             await self._stop()  # the SDK starts a process of its own for the next step
         named = ", ".join(repr(_short(line, 60)) for line in junk[:3])
@@ -370,7 +373,7 @@ class _StdioDoctor(_Doctor):
         tail = _tail(self.raw_log)
         stderr = f"; stderr: {tail}" if tail else "; nothing on stderr"
         if ended:
-            raise _Failed(f"exited before answering initialize ({_status(self.proc.returncode)}){stderr}")
+            raise _Failed(f"exited before answering initialize ({_status(proc.returncode)}){stderr}")
         raise _Failed(
             f"no answer to initialize within {self.timeout:g} s{stderr}",
             "it may wait for something (a variable, a login, a download): run it in a terminal, or raise the timeout",
@@ -436,6 +439,15 @@ class _StdioDoctor(_Doctor):
         return stdio_client(params, errlog=self.sdk_log)  # type: ignore[arg-type]
 
 
+async def _exits_within(proc: asyncio.subprocess.Process, seconds: float) -> bool:
+    """Whether `proc` exits within `seconds`. Polled: `wait()` also waits for its pipes to close,
+    which a child it left (or a launcher's server) may hold open."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while proc.returncode is None and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    return proc.returncode is not None
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -449,19 +461,6 @@ def _status(code: int | None) -> str:
             return f"signal {signal.Signals(-code).name}"
         return f"signal {-code}"
     return f"exit status {code}"
-
-
-def _initialize() -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": HANDSHAKE_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "workbench-magic-doctor", "version": "1"},
-        },
-    }
 
 
 class _HttpDoctor(_Doctor):
@@ -528,7 +527,8 @@ class _HttpDoctor(_Doctor):
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
-            return "ok", f"{self.host} is {address}; {shown} accepts connections", ""
+            resolved = "" if address == self.host else f"{self.host} is {address}; "
+            return "ok", f"{resolved}{shown} accepts connections", ""
         raise _Failed(f"nothing listens on {' or '.join(refused)}", "start the server, or check the port in the URL")
 
     async def tls(self) -> Outcome:
@@ -567,7 +567,7 @@ class _HttpDoctor(_Doctor):
                 request = client.build_request("GET", self.url, headers=accept)
             else:
                 accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-                request = client.build_request("POST", self.url, headers=accept, content=json.dumps(_initialize()))
+                request = client.build_request("POST", self.url, headers=accept, content=json.dumps(_INITIALIZE))
             try:
                 response = await client.send(request, stream=True)
             except httpx.TimeoutException:

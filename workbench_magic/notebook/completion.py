@@ -91,8 +91,8 @@ class MagicCompleter:
             return ([*names, "--all"] if sub == "close" else names) if sub != "list" else []
         if sub in ("describe", "prompt") and index == 2:
             return self._tool_paths()
-        if sub in ("tools", "resources", "skills", "prompts", "reconnect", "logs", "read") and index == 2:
-            return self._server_paths(include_toolboxes=sub not in ("logs", "read"))
+        if sub in ("tools", "resources", "skills", "prompts", "reconnect", "logs", "read", "doctor") and index == 2:
+            return self._server_paths(include_toolboxes=sub not in ("logs", "read", "doctor"))
         if sub == "tools":
             return ["--search"]
         return []

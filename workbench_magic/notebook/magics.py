@@ -124,6 +124,12 @@ class WorkbenchMagics(Magics):
         servers = ", ".join(self.workbench.settings.toolbox(name).mcp_servers)
         return TextView(f"Toolbox '{name}' imported from {ns.source}: {servers}. Open it: %workbench open {name}")
 
+    def _cmd_doctor(self, args: list[str]) -> Any:
+        p = self._parser("doctor")
+        p.add_argument("target")
+        ns = p.parse(args)
+        return self.workbench.doctor(ns.target)
+
     def _cmd_add(self, args: list[str]) -> Any:
         p = self._parser("add")
         p.add_argument("target")

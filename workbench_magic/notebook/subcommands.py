@@ -61,6 +61,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "wb.skill('TOOLBOX/SERVER', NAME).",
     ),
     "reconnect": ("%workbench reconnect TOOLBOX[/SERVER]", "Restart and reconnect a server or a whole toolbox."),
+    "doctor": (
+        "%workbench doctor TOOLBOX/SERVER",
+        "Which step of connecting to a server fails, and what to do: the config entry, the command, the\n"
+        "process, its protocol, era, capabilities and tools (HTTP: the URL, the port, TLS, the answer, auth).",
+    ),
     "logs": ("%workbench logs TOOLBOX/SERVER", "A server's log: its stderr and the log messages it sent."),
     "history": ("%workbench history", "Every tool call of this session: tool, arguments, time, ok or error."),
     "trace": (

@@ -9,19 +9,33 @@ import html
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MARKS", "DoctorReport", "DoctorStep", "StepStatus"]
+__all__ = ["MARKS", "RUNNERS", "DoctorReport", "DoctorStep", "StepStatus"]
 
 StepStatus = Literal["ok", "failed", "skipped", "warning"]
 
 #: The mark a text report shows for each status.
 MARKS: dict[str, str] = {"ok": "✓", "failed": "✗", "skipped": "-", "warning": "!"}
 
+#: Package runners a stdio command may name: what each is, and how to get it (one line).
+RUNNERS: dict[str, tuple[str, str]] = {
+    "npx": ("Node.js's package runner", "install Node.js, which brings npx: https://nodejs.org (or apt install npm)"),
+    "node": ("Node.js", "install Node.js: https://nodejs.org (or apt install nodejs)"),
+    "uvx": ("uv's tool runner", "install uv, which brings uvx: curl -LsSf https://astral.sh/uv/install.sh | sh"),
+    "uv": ("the uv package manager", "install uv: curl -LsSf https://astral.sh/uv/install.sh | sh"),
+    "pipx": ("the pipx runner", "install pipx: python -m pip install --user pipx"),
+    "bunx": ("Bun's package runner", "install Bun, which brings bunx: https://bun.sh"),
+    "deno": ("the Deno runtime", "install Deno: https://deno.com"),
+    "docker": ("Docker", "install Docker (https://docs.docker.com/get-docker/) and start its daemon"),
+}
+
 
 @dataclass(frozen=True)
 class DoctorStep:
-    """One step of a diagnosis: its `name` (``"command"``, ``"http"``, ...), its `status`
-    (``"ok"``, ``"failed"``, ``"skipped"`` or ``"warning"``), what it found (`finding`, one line)
-    and what to do about it (`hint`, one line, ``""`` when there is nothing to do)."""
+    """One step of a diagnosis.
+
+    `name` is the step (``"command"``, ``"http"``, ...), `status` one of ``"ok"``, ``"failed"``,
+    ``"skipped"`` and ``"warning"``, `finding` what it found (one line) and `hint` what to do
+    about it (one line, ``""`` when there is nothing to do)."""
 
     name: str
     status: StepStatus
@@ -31,10 +45,10 @@ class DoctorStep:
 
 @dataclass(frozen=True)
 class DoctorReport:
-    """The steps of one server's diagnosis, in order; `target` is ``"toolbox/server"``.
+    """The steps of one server's diagnosis, in order.
 
-    The steps after a failed one are ``"skipped"``. Shown as a text table (repr) or an HTML table
-    in a notebook."""
+    `target` is ``"toolbox/server"``; the steps after a failed one are ``"skipped"``. Shown as a
+    text table (repr), or as an HTML table in a notebook."""
 
     target: str
     steps: tuple[DoctorStep, ...]

@@ -18,6 +18,7 @@ from workbench_magic.vocabulary.listings import History, ServerStatus, ToolboxIn
 if TYPE_CHECKING:
     from workbench_magic.api.context import Context
     from workbench_magic.engine.core import BoxState
+    from workbench_magic.vocabulary.doctor import DoctorReport
 
 __all__ = ["Toolboxes"]
 
@@ -208,6 +209,41 @@ class Toolboxes(Generic[W]):
         self.toolbox_state(toolbox)
         core = self._context.core
         return self._context.loop.run_sync(lambda: core.logs(toolbox, server))
+
+    def doctor(self, target: str, *, timeout: float = 10.0) -> DoctorReport:
+        """Which step of connecting to a server fails, and what to do: a connection doctor.
+
+        The server is started (or connected to) on its own, outside its toolbox, and stopped again;
+        an open toolbox is not touched. Steps, in order, each `ok`, `failed`, `skipped` or
+        `warning` with a one-line `finding` and a `hint`: for stdio the config entry, the command
+        (or the package runner it needs), the process staying up (its exit status and stderr tail),
+        its stdout speaking JSON-RPC, the protocol era, capabilities and tools; for HTTP the URL,
+        DNS and TCP, TLS, the HTTP answer (a 401 and what `WWW-Authenticate` asks; the OAuth
+        metadata), the session, the era and tools.
+
+        Args:
+            target: the server, `toolbox/server`.
+            timeout: seconds each step may take.
+
+        Returns:
+            The `DoctorReport`: `.ok`, `.steps`; a table in a notebook.
+
+        Raises:
+            NotFoundError: `target` names no configured server.
+
+        Example:
+            ```python
+            report = wb.doctor("demo/datasets")
+            report.ok
+            ```
+        """
+        from workbench_magic.engine.doctor import diagnose
+
+        toolbox, server = server_target(target)
+        servers = self._context.settings.toolbox(toolbox).mcp_servers
+        if server not in servers:
+            raise server_not_found(server, toolbox)
+        return self._context.run(diagnose(toolbox, server, servers[server], timeout=timeout))  # type: ignore[no-any-return]
 
     def status(self) -> dict[str, dict[str, ServerStatus]]:
         """Status of every server of every registered toolbox."""

@@ -54,7 +54,9 @@ def server_html(status: ServerStatus) -> str:
     saying what the label does not: its error, or its transport, who it is and the extensions it
     declares."""
     if status.status == "failed":
-        return f"<div style='color:#b00020;white-space:pre-wrap'>{esc(status.error)}</div>"
+        doctor = f"%workbench doctor {status.toolbox}/{status.name}"
+        hint = f"<div class='wb-doctor'>Which step fails: <code>{esc(doctor)}</code></div>"
+        return f"<div style='color:#b00020;white-space:pre-wrap'>{esc(status.error)}</div>{hint}"
     info = f" · {esc(status.server_info)}" if status.server_info else ""
     extensions = ", ".join(short_extension(e) for e in status.extensions)
     said = f" · <span class='wb-server-extensions'>extensions {esc(extensions)}</span>" if extensions else ""
