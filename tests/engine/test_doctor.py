@@ -198,3 +198,74 @@ def test_an_in_process_server_has_nothing_to_diagnose() -> None:
     assert report.ok
     assert report.steps[0].name == "config" and report.steps[1].status == "skipped"
     assert "in-process" in report.steps[1].finding
+
+
+class _Plain(BaseHTTPRequestHandler):
+    """Any answer: the TLS tests look at the handshake, not at MCP."""
+
+    def do_POST(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that no CA signed, and its key."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _serve(handler: type[BaseHTTPRequestHandler], tls: tuple[Path, Path] | None = None) -> ThreadingHTTPServer:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def test_an_untrusted_certificate_is_named(self_signed: tuple[Path, Path]) -> None:
+    httpd = _serve(_Plain, self_signed)
+    try:
+        report = doctor({"url": f"https://127.0.0.1:{httpd.server_address[1]}/mcp"})
+        assert "certificate not trusted: self-signed certificate" in failed_at(report, "tls")
+        assert "SSL_CERT_FILE" in report.step("tls").hint
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_trusted_certificate_passes_tls(self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(self_signed[0]))  # OpenSSL's default verify paths read it
+    httpd = _serve(_Plain, self_signed)
+    try:
+        report = doctor({"url": f"https://127.0.0.1:{httpd.server_address[1]}/mcp"})
+        tls = report.step("tls")
+        assert tls.status == "ok", report
+        assert tls.finding.startswith("TLSv1.") and "certificate valid until" in tls.finding
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_plain_http_on_an_https_url_fails_the_handshake() -> None:
+    httpd = _serve(_Plain)
+    try:
+        report = doctor({"url": f"https://127.0.0.1:{httpd.server_address[1]}/mcp"})
+        assert failed_at(report, "tls").startswith("TLS handshake failed: ")
+        assert "plain http" in report.step("tls").hint
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -370,3 +370,39 @@ def test_an_interrupt_shows_the_cell_and_no_frame_of_the_workbench(
     assert "Cell In[" in shown and shown.rstrip().splitlines()[-1].startswith("KeyboardInterrupt")
     reply, out = kernel.execute("%use_tool t/s/echo text=alive")  # and the workbench goes on
     assert reply["status"] == "ok" and "alive" in text_of(out)
+
+
+def test_the_import_magic_asks_for_an_unset_secret_on_stdin(tmp_path: Path) -> None:
+    """`%workbench import` asks for a `${VAR}` that is not set, without echo; with no stdin the error is one line."""
+    entry = stdio_server()
+    server = {
+        "type": "stdio",
+        "command": entry["command"],
+        "args": entry["args"],
+        "env": {"API_TOKEN": "${input:api-token}"},
+    }
+    inputs = [{"type": "promptString", "id": "api-token", "description": "The API token", "password": True}]
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "mcp.json").write_text(json.dumps({"inputs": inputs, "servers": {"echo": server}}))
+    (tmp_path / "home").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "API_TOKEN"} | {"HOME": str(tmp_path / "home")}
+    k = Kernel(tmp_path, env | {"WORKBENCH_CONFIG": write_config(tmp_path / "c.json", {"toolboxes": {}}).as_posix()})
+    try:
+        reply, out = k.execute("%load_ext workbench_magic\n%workbench import vscode", cell_id="a")  # no stdin
+        assert reply["status"] == "error"
+        assert "environment variable API_TOKEN is not set" in reply["evalue"] and "\n" not in reply["evalue"]
+        msg_id = k.kc.execute("%workbench import vscode --as vs", allow_stdin=True)
+        request = k.kc.get_stdin_msg(timeout=30)
+        assert request["content"]["password"] is True and request["content"]["prompt"].startswith("API_TOKEN ")
+        k.kc.input("s3cret-typed")
+        reply = k.kc.get_shell_msg(timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        out_text = text_of(k.drain(msg_id))
+        assert "Toolbox 'vs' imported" in out_text and "s3cret-typed" not in out_text
+        reply, out = k.execute(
+            "from workbench_magic import Workbench\n"
+            "print(Workbench.shared().call('vs/echo/env', {'name': 'API_TOKEN'}).text == 's3cret-typed')"
+        )
+        assert reply["status"] == "ok" and "True" in text_of(out)
+    finally:
+        k.shutdown()

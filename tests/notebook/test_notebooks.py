@@ -43,6 +43,13 @@ SHOWN = {
         "input_required #",
         "inputResponses",
     ],
+    # a Cursor config imported, its failed server in the explorer, and the doctor naming the step and the stderr
+    "04-your-own-toolboxes.ipynb": [
+        "Toolbox 'mine' imported from",
+        "1/2 servers connected",
+        "Doctor mine/broken: failed at process",
+        "broken: NOTES_URL is not set",
+    ],
     # the exported tests pass, then catch the changed server (a value, a lost enum value); so does the diff
     "10-from-exploration-to-tests.ipynb": [
         "4 passed",

@@ -587,8 +587,9 @@ class Workbench(
         """Add a toolbox for this session from another client's MCP config, or a registry entry.
 
         Servers keep their names; the client's secret references (`${input:ID}`, `${env:NAME}`,
-        `${NAME}`) become the workbench's `${VAR}` references, read from the environment when the
-        servers start: no secret is written anywhere. The toolbox stays across `load_config`.
+        `${NAME}`) become the workbench's `${VAR}` references, read from the environment (the magic
+        `%workbench import` asks for one that is not set): no secret is written anywhere. The
+        toolbox stays across `load_config`.
 
         Args:
             source: a client: `"claude-desktop"`, `"claude-code"`, `"cursor"`, `"vscode"`, `"windsurf"`,
@@ -605,7 +606,7 @@ class Workbench(
 
         Raises:
             ConfigError: the source is unknown, cannot be read, has no servers, or names a variable
-                that is not set; nothing changes.
+                that is not set (its `.variable`); nothing changes.
 
         Example:
             ```python

@@ -110,7 +110,9 @@ class _Parser:
                 return ""
             if found is None:
                 fix = f"Fix: export {name}=... or write ${{{name}:-default}}"
-                raise self.error(path, f"environment variable {name} is not set", fix)
+                unset = self.error(path, f"environment variable {name} is not set", fix)
+                unset.variable = name
+                raise unset
             if found:
                 secrets.add(found)
             return found

@@ -8,6 +8,7 @@ subcommands.py; Tab completion in completion.py.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
@@ -15,7 +16,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from workbench_magic.notebook.cellargs import parse_body, parse_pairs, substitute
 from workbench_magic.notebook.completion import MagicCompleter, make_matcher
 from workbench_magic.notebook.subcommands import SUBCOMMANDS, MagicParser, help_text, split_line
-from workbench_magic.vocabulary.errors import UsageError, WorkbenchError, raise_alone
+from workbench_magic.vocabulary.errors import ConfigError, UsageError, WorkbenchError, raise_alone
 from workbench_magic.vocabulary.rendering import description_text
 
 if TYPE_CHECKING:
@@ -120,9 +121,23 @@ class WorkbenchMagics(Magics):
         ns = p.parse(args)
         from workbench_magic.notebook.views import TextView
 
-        name = self.workbench.import_toolbox(ns.source, name=ns.name)
+        name = self._import_asking(ns.source, ns.name)
         servers = ", ".join(self.workbench.settings.toolbox(name).mcp_servers)
         return TextView(f"Toolbox '{name}' imported from {ns.source}: {servers}. Open it: %workbench open {name}")
+
+    def _import_asking(self, source: str, name: str | None) -> str:
+        """`import_toolbox`, asking for each secret it names that is not set (kept in this process's
+        environment for the session, never written); no answer (no stdin) is the one-line error."""
+        asked: set[str] = set()
+        while True:
+            try:
+                return self.workbench.import_toolbox(source, name=name)
+            except ConfigError as error:
+                variable = error.variable
+                if variable is None or variable in asked or not (value := _ask_secret(variable, source)):
+                    raise_alone(error)
+                asked.add(variable)
+                os.environ[variable] = value
 
     def _cmd_doctor(self, args: list[str]) -> Any:
         p = self._parser("doctor")
@@ -495,6 +510,18 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
         ("cell", "chat"),
     ):
         ipython.magics_manager.magics[kind].pop(name, None)
+
+
+def _ask_secret(variable: str, source: str) -> str:
+    """The value of `variable`, typed without echo; empty when nobody can answer (no stdin)."""
+    import getpass
+
+    from IPython.core.error import StdinNotImplementedError
+
+    try:
+        return getpass.getpass(f"{variable} (for {source}; kept for this session, not written): ")
+    except (EOFError, KeyboardInterrupt, StdinNotImplementedError):
+        return ""
 
 
 __all__ = ["WorkbenchMagics", "load_ipython_extension", "parse_body", "substitute", "unload_ipython_extension"]

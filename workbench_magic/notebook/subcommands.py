@@ -26,7 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "%workbench import SOURCE [--as NAME]",
         "Add a toolbox for this session from another client's MCP config: claude-desktop, claude-code,\n"
         "cursor, vscode, windsurf, gemini-cli or codex (Tab lists those found here), one of their config\n"
-        "files, or a registry server.json. Servers keep their names; secrets stay ${VAR} references.",
+        "files, or a registry server.json. Servers keep their names; secrets stay ${VAR} references,\n"
+        "and one that is not set is asked for (without echo, kept for this session only).",
     ),
     "add": (
         "%workbench add TOOLBOX/NAME VARIABLE",

@@ -98,7 +98,14 @@ class UsageError(WorkbenchError, ValueError):
 
 
 class ConfigError(WorkbenchError):
-    """The config file is missing, malformed or invalid; nothing was started."""
+    """The config file is missing, malformed or invalid; nothing was started.
+
+    Attributes:
+        variable: the environment variable a `${VAR}` names that is not set, when that is the
+            problem (`%workbench import` asks for it); else None.
+    """
+
+    variable: str | None = None
 
 
 class InvalidIdentifierError(WorkbenchError, ValueError):

@@ -125,6 +125,7 @@ def test_an_unset_secret_is_one_line_and_changes_nothing(
     with pytest.raises(ConfigError) as missing:
         wb.import_toolbox("vscode")
     assert "API_TOKEN" in str(missing.value) and "\n" not in str(missing.value)
+    assert missing.value.variable == "API_TOKEN"  # what %workbench import asks for
     assert "vscode" not in wb.settings.toolboxes
     with pytest.raises(ConfigError):
         wb.import_toolbox("not-a-client")
