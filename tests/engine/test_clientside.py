@@ -305,9 +305,8 @@ def test_server_log_level_is_asked_of_servers(both) -> None:
         wb.call(f"t/{server}/log_at", {"message": "level check"})
         log = wb.logs(f"t/{server}")
         assert "[error] clientserver: level check" in log and "[warning] clientserver: level check" not in log
-    wb.server_log_level = "debug"  # handshake era: logging/setLevel now; 2026-07-28: at the next connect
+    wb.server_log_level = "debug"  # at once: logging/setLevel (handshake era), each next request's _meta (2026-07-28)
     assert wb.call("t/csl/last_log_level").data == {"result": "debug"}
-    wb.reconnect("t/cs")
     assert wb.call("t/cs/last_log_level").data == {"result": "debug"}
 
 

@@ -268,7 +268,7 @@ def test_a_question_asked_as_the_call_ends_is_still_asked_of_the_client(make_wor
     came in (a roots/list after a list_changed, say): the server waits on it and will not ask again,
     so the client is asked (an `InputRequiredResult`), and its retry gets the answer down and the
     call's result back."""
-    from workbench_magic.serve.forwarding import Forwarder, Upstream
+    from workbench_magic.serve.forwarding import Forwarder
     from workbench_magic.serve.lane import LaneRequest
 
     wb = make_workbench(None)
@@ -277,19 +277,57 @@ def test_a_question_asked_as_the_call_ends_is_still_asked_of_the_client(make_wor
     async def main() -> None:
         capabilities = types.ClientCapabilities(roots=types.RootsCapability())
         context = LaneRequest(1, "2026-07-28", capabilities, {})
-        upstream = Upstream(context)
         question = asyncio.get_running_loop().create_future()
-        upstream.questions.append((types.ListRootsRequest(), types.ListRootsResult, question))
-        call = wb._loop.spawn(asyncio.sleep(0, "the call's result"))
-        await call.wrap()  # the call has ended, its question still unasked
+
+        async def call(channel: Any) -> str:  # the call has ended, its question still unasked
+            channel.upstream.questions.append((types.ListRootsRequest(), types.ListRootsResult, question, None))
+            return "the call's result"
+
         forwarder = Forwarder()
-        asked = await forwarder.run(context, lambda channel: call, upstream)
+        asked = await forwarder.forward(context, call)
         assert isinstance(asked, types.InputRequiredResult) and asked.request_state is not None
         [(key, request)] = asked.input_requests.items()
         assert isinstance(request, types.ListRootsRequest)
         retry = LaneRequest(2, "2026-07-28", capabilities, {})
         retry.request_state, retry.input_responses = asked.request_state, {key: roots}
-        assert await forwarder.run(retry, lambda channel: call) == "the call's result"
+        assert await forwarder.forward(retry, call) == "the call's result"
         assert question.result() == roots and forwarder.pending == 0
+
+    wb.run_on_loop(main())
+
+
+def test_the_downstreams_key_is_kept_and_an_answer_given_before_asking_is_taken(make_workbench: Any) -> None:
+    """A 2026-07-28 downstream's question goes on under its own `inputRequests` key (a client that
+    knows the server answers under it), and an answer the client sent with its first request (its
+    `inputResponses`, extra keys included) answers the question of that key without asking."""
+    from workbench_magic.serve.forwarding import Forwarder
+    from workbench_magic.serve.lane import LaneRequest
+
+    wb = make_workbench(None)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    async def main() -> None:
+        capabilities = types.ClientCapabilities(elicitation=types.ElicitationCapability(form={}))
+        context = LaneRequest(1, "2026-07-28", capabilities, {})
+        context.input_responses = {
+            "user_name": types.ElicitResult(action="accept", content={"name": "Ada"}),
+            "unknown_extra_key": types.ElicitResult(action="accept", content={"foo": "bar"}),
+        }
+
+        async def call(channel: Any) -> list[Any]:
+            upstream = channel.upstream
+            asked = [types.ElicitRequestFormParams(message=m, requested_schema=schema) for m in ("name?", "color?")]
+            first = await upstream.elicit(asked[0], key="user_name")
+            second = await upstream.elicit(asked[1], key="favourite_color")
+            return [first.content, second.content]
+
+        forwarder = Forwarder()
+        asked = await forwarder.forward(context, call)
+        assert isinstance(asked, types.InputRequiredResult)
+        assert list(asked.input_requests) == ["favourite_color"]  # user_name was answered already
+        retry = LaneRequest(2, "2026-07-28", capabilities, {})
+        retry.request_state = asked.request_state
+        retry.input_responses = {"favourite_color": types.ElicitResult(action="accept", content={"name": "blue"})}
+        assert await forwarder.forward(retry, call) == [{"name": "Ada"}, {"name": "blue"}]
 
     wb.run_on_loop(main())

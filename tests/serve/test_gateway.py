@@ -156,7 +156,7 @@ def test_every_mode_declares_logging_and_passes_the_level_on(mode: str) -> None:
             level = await wb.acall("old/c/last_log_level", {})
             assert level.data == "error" or "error" in str(level.data)
 
-    # 2026-07-28 servers get the level with each request of their next connection (engine/connection.py)
+    # a 2026-07-28 server's next requests carry the new level (tests/engine/test_clientside.py)
     on_loop(body, {"toolboxes": {"old": toolbox({"c": python_server(CLIENTSERVER, "--legacy")})}})
 
 

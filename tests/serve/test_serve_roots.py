@@ -224,3 +224,43 @@ def test_e_a_2026_client_is_asked_for_its_roots_before_the_servers_start(tmp_pat
             assert given.as_uri() in listed and listed.count("file://") == 1
 
     asyncio.run(main())
+
+
+def test_f_in_flat_mode_a_2026_clients_roots_reach_the_servers_at_its_first_call(tmp_path: Path) -> None:
+    """Flat mode opens its toolboxes at the host's first `tools/list`, which cannot ask the host
+    anything (SEP-2322): server-filesystem starts with none of its roots. The host's first call asks
+    for them; the servers that follow roots are told, ask again, and serve them."""
+    configured, given = (tmp_path / "configured").resolve(), (tmp_path / "given").resolve()
+    configured.mkdir()
+    given.mkdir()
+    roots = UpstreamRoots(given.as_uri())
+    config = write_config(
+        tmp_path / "workbench-config.json",
+        {"toolboxes": {"r": toolbox({"fs": npm_server("filesystem", str(configured))})}},
+    )
+    command = [*python_command("-m", "workbench_magic", "serve"), "--config", str(config), "--mode", "flat"]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+
+    async def allowed(client: Client) -> str:
+        result = await client.call_tool("list_allowed_directories", {})
+        return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+    async def main() -> None:
+        with open(tmp_path / "serve.stderr", "a") as errlog:
+            async with (
+                asyncio.timeout(LIMIT),
+                Client(stdio_client(params, errlog=errlog), mode="auto", list_roots_callback=roots.answer) as client,
+            ):
+                assert "list_allowed_directories" in [t.name for t in (await client.list_tools()).tools]
+                assert roots.asked == 0  # a list asks nothing
+                seen = await allowed(client)
+                # asked before the call; server-filesystem, told, may ask again during it (forwarded)
+                assert roots.asked >= 1, "the first call did not ask the client for its roots"
+                deadline = time.monotonic() + WAIT
+                while str(given) not in seen:
+                    assert time.monotonic() < deadline, f"server-filesystem never took the client's roots: {seen}"
+                    await asyncio.sleep(0.05)  # it takes them after replying to its ask: poll
+                    seen = await allowed(client)
+                assert str(configured) not in seen
+
+    asyncio.run(main())

@@ -9,6 +9,7 @@ thread that made the call (through that call's channel and its `asker`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import logging
@@ -192,6 +193,13 @@ async def _call_handler(handler: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
+def _question_key(context: Any) -> str | None:
+    """What a server named its question: on 2026-07-28 the SDK hands each `inputRequests` entry to
+    the callbacks with its key as the request id (a handshake-era request's id is a number)."""
+    key = getattr(context, "request_id", None)
+    return key if isinstance(key, str) and key else None
+
+
 def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> UpstreamClient | None:
     """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it."""
     upstream = channel.upstream if channel is not None else None
@@ -218,16 +226,16 @@ class ClientSide:
         (sampling only while a handler is set, roots unless the server's config says false)."""
 
         async def elicit(context: Any, params: Any) -> Any:
-            return await self.elicit(conn, params, conn.caller())
+            return await self.elicit(conn, params, conn.caller(), key=_question_key(context))
 
         async def log(params: Any) -> None:
             self.log_message(conn, params, conn.caller())
 
         async def sample(context: Any, params: Any) -> Any:
-            return await self.sample(conn, params, conn.caller())
+            return await self.sample(conn, params, conn.caller(), key=_question_key(context))
 
         async def roots(context: Any) -> Any:
-            return await self.list_roots(conn)
+            return await self.list_roots(conn, key=_question_key(context))
 
         options: dict[str, Any] = {"elicitation_callback": elicit, "logging_callback": log}
         if conn.log_level:
@@ -252,13 +260,15 @@ class ClientSide:
         return True
 
     # -- sampling
-    async def sample(self, conn: AskingConnection, params: Any, channel: Channel | None = None) -> Any:
+    async def sample(
+        self, conn: AskingConnection, params: Any, channel: Channel | None = None, *, key: str | None = None
+    ) -> Any:
         from mcp_types import ErrorData
 
         handler = self._handlers().sampling_handler
         upstream = _upstream(channel, "sampling")
         if upstream is not None:
-            handler = upstream.sample
+            handler = functools.partial(upstream.sample, key=key)
         elif handler == ASK_PERSON:
             handler = self._person_as_model(conn, channel)
         started, t0 = time.time(), time.perf_counter()
@@ -294,7 +304,9 @@ class ClientSide:
         return ask
 
     # -- elicitation
-    async def elicit(self, conn: AskingConnection, params: Any, channel: Channel | None) -> Any:
+    async def elicit(
+        self, conn: AskingConnection, params: Any, channel: Channel | None, *, key: str | None = None
+    ) -> Any:
         from mcp_types import ElicitResult
 
         handler = self._handlers().elicitation_handler
@@ -305,7 +317,7 @@ class ClientSide:
         upstream = _upstream(channel, "elicitation", url=bool(url))
         try:
             if upstream is not None:
-                answer = await upstream.elicit(params)
+                answer = await upstream.elicit(params, key=key)
             elif handler is None:
                 answer = await self._ask_person(conn, params.message, schema, url, channel)
             elif isinstance(handler, Mapping):
@@ -365,7 +377,7 @@ class ClientSide:
         own = self.own_roots(conn)
         return own if own is not None else self._handlers().roots
 
-    async def list_roots(self, conn: AskingConnection) -> Any:
+    async def list_roots(self, conn: AskingConnection, *, key: str | None = None) -> Any:
         """A server's own roots; else those of the client of the call in flight (serve), else the
         roots source's (serve's stdio client), else `wb.roots` (none until set)."""
         from mcp_types import ErrorData, ListRootsResult, Root
@@ -376,7 +388,7 @@ class ClientSide:
             source = self.roots_source
             try:
                 if upstream is not None:
-                    given = await upstream.list_roots()
+                    given = await upstream.list_roots(key=key)
                     if source is not None:
                         source.gave(given)
                 else:

@@ -30,7 +30,7 @@ from workbench_magic.engine.listening import Listening, ListKind
 from workbench_magic.engine.relay import RELAY_SWITCH, Relay
 from workbench_magic.engine.requesting import InFlight, Requesting
 from workbench_magic.engine.runtime import Channel, current_channel, opening_channel
-from workbench_magic.engine.sdk.session import build_session_hook
+from workbench_magic.engine.sdk.session import build_session_hook, set_request_log_level
 from workbench_magic.engine.serverlog import StderrLog, install_parse_filter
 from workbench_magic.engine.subscriptions import ResourceSubscriptions
 from workbench_magic.engine.tasks import ClientTasks
@@ -604,11 +604,14 @@ class Connection(Requesting, Listening):
             logger.debug("roots/list_changed to %s/%s: %s", self.toolbox, self.name, exc)
 
     async def set_log_level(self, level: str) -> None:
-        """Change the level asked of this server (now on handshake-era connections, at the next
-        connect on 2026-07-28 ones, whose requests carry it)."""
+        """Change the level asked of this server: a handshake-era server is asked now
+        (`logging/setLevel`), a 2026-07-28 one's next requests carry it."""
         self.log_level = level
         if self._client is not None and self.status == "connected":
-            await self._request_log_level(self._client)
+            if self.modern:
+                set_request_log_level(self._client.session, level)
+            else:
+                await self._request_log_level(self._client)
 
 
 def _await_chain(awaiting: Any) -> list[Any]:

@@ -1,8 +1,9 @@
 """`serve` forwards what a downstream server asks and tells during a call to the upstream client.
 
 `serve` runs on the workbench loop, with every downstream connection: nothing here crosses a
-thread. A `use_tool` (or dynamic-mode) call runs with an `UpstreamChannel`, a `LoopChannel` of
-that loop whose `upstream` is the client that made the call. `ClientSide`
+thread. A served call (`use_tool`, a dynamic- or flat-mode tool), `prompts/get` or `resources/read`
+runs with an `UpstreamChannel`, a `LoopChannel` of that loop whose `upstream` is the client that
+made the request (`Forwarder.forward`). `ClientSide`
 hands that upstream the downstream server's sampling, elicitation (form and URL) and roots
 requests and its log messages; the call's progress goes up as the upstream request's progress.
 
@@ -13,7 +14,9 @@ The upstream client's protocol generation decides how a request travels:
 - 2026-07-28: servers may not send requests, so the `tools/call` answers an
   `InputRequiredResult` carrying the downstream's question; the downstream call keeps waiting
   (`PendingCall`), and the client's retry (its `request_state` names the pending call) delivers
-  the answer and waits for the next question or the result.
+  the answer and waits for the next question or the result. A 2026-07-28 downstream's question
+  keeps its own `inputRequests` key, and an answer the client sent before it was asked (its first
+  request's `inputResponses`) answers the question of that key without asking.
 
 What the upstream client did not declare is not forwarded: sampling is then refused, elicitation
 declined, and roots are the workbench's own; a 2026-07-28 client's call is then answered
@@ -32,12 +35,13 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as types
 
-from workbench_magic.engine.runtime import Call, LoopChannel
+from workbench_magic.engine.runtime import LoopChannel
 from workbench_magic.engine.transports import handshake_era
+from workbench_magic.vocabulary.errors import WorkbenchError
 
 logger = logging.getLogger("workbench_magic.server")
 
@@ -56,7 +60,9 @@ ahead of the response's waiter, and reaches our callback within a turn or two (o
 channel post); the result takes five turns and more to come back up to `flush` (session,
 connection, core, the call's task, its future). Two turns of margin."""
 
-_Question = tuple[Any, type[Any], "asyncio.Future[Any]"]
+_Question = tuple[Any, type[Any], "asyncio.Future[Any]", str | None]
+"""A downstream's question a 2026-07-28 client is to answer: the request, its result's type, the
+future the answer settles, and the downstream's key for it (None: serve names it)."""
 
 
 def _without_meta(params: Any) -> Any:
@@ -88,6 +94,10 @@ class Upstream:
         self._waiter: asyncio.Future[None] | None = None
         self.missing: set[str] = set()
         """What a downstream asked of this (2026-07-28) client that it did not declare."""
+        first = self.modern and getattr(context, "request_state", None) is None
+        self.given: dict[str, Any] = dict(getattr(context, "input_responses", None) or {}) if first else {}
+        """What a 2026-07-28 client answered before it was asked (`inputResponses` on its first
+        request): a downstream question under one of these keys takes that answer."""
 
     # ---- what the upstream client declared ------------------------------------------------
     def offers(self, kind: str, *, url: bool = False) -> bool:
@@ -127,32 +137,34 @@ class Upstream:
         return getattr(caps, kind, None) is not None
 
     # ---- requests ----------------------------------------------------------------------------
-    async def sample(self, messages: list[Any], params: Any) -> Any:
+    async def sample(self, messages: list[Any], params: Any, *, key: str | None = None) -> Any:
         """The upstream client's answer to a downstream `sampling/createMessage`."""
         request = types.CreateMessageRequest(params=_without_meta(params))
         wants_tools = bool(getattr(params, "tools", None))
         result_type = types.CreateMessageResultWithTools if wants_tools else types.CreateMessageResult
-        return await self._request(request, result_type)
+        return await self._request(request, result_type, key)
 
-    async def elicit(self, params: Any) -> types.ElicitResult:
+    async def elicit(self, params: Any, *, key: str | None = None) -> types.ElicitResult:
         """The upstream client's answer to a downstream `elicitation/create` (form or URL)."""
         params = _without_meta(params)
         if not self.modern and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
             # 2026-07-28 servers send URL elicitations without an id; the handshake era requires one.
             params = params.model_copy(update={"elicitation_id": f"workbench-{secrets.token_hex(8)}"})
-        return await self._request(types.ElicitRequest(params=params), types.ElicitResult)  # type: ignore[no-any-return]
+        return await self._request(types.ElicitRequest(params=params), types.ElicitResult, key)  # type: ignore[no-any-return]
 
-    async def list_roots(self) -> types.ListRootsResult:
+    async def list_roots(self, *, key: str | None = None) -> types.ListRootsResult:
         """The upstream client's roots."""
-        return await self._request(types.ListRootsRequest(), types.ListRootsResult)  # type: ignore[no-any-return]
+        return await self._request(types.ListRootsRequest(), types.ListRootsResult, key)  # type: ignore[no-any-return]
 
-    async def _request(self, request: Any, result_type: type[Any]) -> Any:
-        if self.modern:
-            answer: asyncio.Future[Any] = self.loop.create_future()
-            self.questions.append((request, result_type, answer))
-            self._wake()
-            return await answer
-        return await self._send(request, result_type)
+    async def _request(self, request: Any, result_type: type[Any], key: str | None) -> Any:
+        if not self.modern:
+            return await self._send(request, result_type)
+        if key is not None and key in self.given:
+            return answer_of(self.given.pop(key), result_type)
+        answer: asyncio.Future[Any] = self.loop.create_future()
+        self.questions.append((request, result_type, answer, key))
+        self._wake()
+        return await answer
 
     def _wake(self, *_: Any) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -257,6 +269,11 @@ class Upstream:
             logger.debug("progress could not reach the upstream client: %s", exc)
 
 
+def answer_of(response: Any, result_type: type[Any]) -> Any:
+    """A 2026-07-28 client's `inputResponses` entry as the answer the downstream's question expects."""
+    return result_type.model_validate(response.model_dump(by_alias=True, exclude_none=True))
+
+
 def hear_notification(lowlevel: Any, method: str, hear: Callable[[Any], None]) -> None:
     """Call `hear(ctx)` on each client notification `method` the SDK's low-level server receives,
     before the handler already set (which still runs)."""
@@ -342,7 +359,7 @@ class ClientRoots:
         answer = responses.get(ROOTS_KEY)
         if answer is not None:
             try:
-                self.gave(types.ListRootsResult.model_validate(answer.model_dump(by_alias=True, exclude_none=True)))
+                self.gave(answer_of(answer, types.ListRootsResult))
             except ValueError as exc:  # pydantic's ValidationError: the servers keep what they had
                 logger.warning("the client's answer to serve's roots/list is not a roots list: %s", exc)
             return None
@@ -369,10 +386,14 @@ class UpstreamChannel(LoopChannel):
         self.upstream = upstream
 
 
-class PendingCall:
-    """A downstream call waiting on a 2026-07-28 client's answers, between its retries."""
+T = TypeVar("T")
 
-    def __init__(self, upstream: Upstream, call: Call[Any]) -> None:
+
+class PendingCall:
+    """A downstream request waiting on a 2026-07-28 client's answers, between its retries: its
+    task runs on across them."""
+
+    def __init__(self, upstream: Upstream, call: asyncio.Task[Any]) -> None:
         self.upstream = upstream
         self.call = call
         self.asked: dict[str, _Question] = {}
@@ -390,20 +411,36 @@ class Forwarder:
         """2026-07-28 calls waiting for their client's retry."""
         return len(self._pending)
 
-    async def run(
-        self, context: Any, start: Callable[[UpstreamChannel], Call[Any]], upstream: Upstream | None = None
-    ) -> Any:
-        """The call's result, or an `InputRequiredResult` while the downstream waits on the client.
+    async def forward(
+        self, context: Any, run: Callable[[UpstreamChannel], Coroutine[Any, Any, T]]
+    ) -> T | types.InputRequiredResult:
+        """`run(channel)`'s result (a tool call, a prompt, a resource read), what the downstream asks
+        and tells meanwhile going to the client of `context` (the request being served).
 
-        `start(channel)` starts the call on the workbench loop; a retry that names a pending
-        call (its `request_state`) resumes that one instead. `upstream`: the request's, when the
-        caller has made it already.
+        A handshake-era client is asked on its connection, during the request: `run` runs in this
+        task. A 2026-07-28 client that declared something askable is answered an
+        `InputRequiredResult` when the downstream asks: `run` then runs in a task of its own, and
+        the client's retry (its `request_state`) resumes it with the answers.
         """
+        upstream = None
+        if getattr(context, "request_state", None) is None:
+            upstream = Upstream(context)
+            if not upstream.modern or not upstream.asks:  # never answered with a question
+                try:
+                    result = await run(UpstreamChannel(upstream))
+                except WorkbenchError:
+                    upstream.check_declared()  # the failure came of what the client lacks: say so
+                    raise
+                await upstream.flush()
+                upstream.check_declared()
+                return result
         pending = self._resume(context)
         if pending is None:
             upstream = upstream or Upstream(context)
-            pending = PendingCall(upstream, start(UpstreamChannel(upstream)))
-        return await self._wait(pending)
+            task = asyncio.ensure_future(run(UpstreamChannel(upstream)))
+            task.add_done_callback(_retrieved)
+            pending = PendingCall(upstream, task)
+        return await self._wait(pending)  # type: ignore[no-any-return]
 
     def _resume(self, context: Any) -> PendingCall | None:
         state = getattr(context, "request_state", None)
@@ -414,7 +451,7 @@ class Forwarder:
             pending.expiry.cancel()
         pending.upstream.resume(context)
         responses = context.input_responses or {}
-        for key, (_, result_type, answer) in pending.asked.items():
+        for key, (_, result_type, answer, _) in pending.asked.items():
             if answer.done():
                 continue
             response = responses.get(key)
@@ -422,14 +459,14 @@ class Forwarder:
                 answer.set_exception(RuntimeError(f"the client's retry did not answer {key!r}"))
                 continue
             try:
-                answer.set_result(result_type.model_validate(response.model_dump(by_alias=True, exclude_none=True)))
+                answer.set_result(answer_of(response, result_type))
             except Exception as exc:
                 answer.set_exception(exc)
         pending.asked.clear()
         return pending
 
     async def _wait(self, pending: PendingCall) -> Any:
-        done = pending.call.wrap()
+        done = pending.call
         upstream = pending.upstream
         try:
             await upstream.asked_or(done)
@@ -448,11 +485,15 @@ class Forwarder:
             return done.result()
         questions, upstream.questions = upstream.questions, []
         for question in questions:
-            pending.asked[f"q{secrets.token_hex(4)}"] = question
+            # the downstream's own key where it has one (the client may know it), unless taken
+            key = question[3]
+            if key is None or key in pending.asked or key == ROOTS_KEY:
+                key = f"q{secrets.token_hex(4)}"
+            pending.asked[key] = question
         state = secrets.token_urlsafe(16)
         self._pending[state] = pending
         pending.expiry = asyncio.get_running_loop().call_later(PENDING_TTL, self._expire, state)
-        requests = {key: request for key, (request, _, _) in pending.asked.items()}
+        requests = {key: request for key, (request, _, _, _) in pending.asked.items()}
         return types.InputRequiredResult(input_requests=requests, request_state=state)
 
     def _expire(self, state: str) -> None:
@@ -468,6 +509,13 @@ class Forwarder:
             if pending.expiry is not None:
                 pending.expiry.cancel()
             pending.call.cancel()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """A pending request's outcome counts as seen: a client that never retries leaves its
+    failure unread (asyncio would log it as never retrieved)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def declare_sampling_as_upstream(workbench: Any, context: Any, fallback: Callable[..., Any]) -> None:

@@ -2,7 +2,7 @@
 
 - Every mode declares `logging` and `completions` (proxy mode completes nothing: it lists no
   prompts): `logging/setLevel` becomes the workbench's `server_log_level`, which
-  each downstream server that declares logging is asked for (now, and at its next connect); a
+  each downstream server that declares logging is asked for (now, and when it connects later); a
   downstream log message reaches the host named by its server (forwarding.py).
 - Flat and dynamic modes pass on prompts (`prompts/list`, `prompts/get`), resources and templates
   (`resources/list`, `resources/read`, `resources/templates/list`), completions
@@ -26,15 +26,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types as types
 from mcp import MCPError
+from mcp.server.mcpserver import Context
 
 from workbench_magic.api.workbench import Workbench
 from workbench_magic.engine.sdk.server import session_connection
+from workbench_magic.serve.forwarding import UpstreamChannel
 from workbench_magic.vocabulary import served
 from workbench_magic.vocabulary.errors import RequestError, WorkbenchError
 from workbench_magic.vocabulary.events import (
@@ -53,6 +55,9 @@ Tell = Callable[[str], Awaitable[None]]
 """`tell(kind)`: tell every host that its list of `kind` (`tools`, `prompts`, `resources`) changed."""
 Publish = Callable[[str], Awaitable[None]]
 """`publish(uri)`: tell the 2026-07-28 hosts listening for `uri` that it changed."""
+Forward = Callable[[Any, Callable[[UpstreamChannel], Coroutine[Any, Any, Any]]], Awaitable[Any]]
+"""`forward(context, run)`: `run(channel)`'s result, the downstream's questions meanwhile going
+to the host of the request (`Forwarder.forward`): a prompt or a read may ask, as a call may."""
 
 ANSWER_WAIT = 10.0
 """At most this long a list-changed notification waits for the answer it follows."""
@@ -106,11 +111,12 @@ def served_names(items: Iterable[Any], *, own_names: bool) -> dict[str, Any]:
 class Gateway:
     """The pass-through of one `WorkbenchServer` (server.py makes it and registers its handlers)."""
 
-    def __init__(self, workbench: Workbench, mode: Mode, tell: Tell, publish: Publish) -> None:
+    def __init__(self, workbench: Workbench, mode: Mode, tell: Tell, publish: Publish, forward: Forward) -> None:
         self.workbench = workbench
         self.mode = mode
         self._tell = tell
         self._publish = publish
+        self._forward = forward
         self._listened: dict[str, tuple[Any, int]] = {}
         """URI -> its watch and how many 2026-07-28 listen streams name it."""
         self._read_elsewhere: Any = None
@@ -171,15 +177,19 @@ class Gateway:
         catalog = await self.seen()
         return types.ListPromptsResult(prompts=[_renamed(p.raw, name) for name, p in catalog.prompts.items()])
 
-    async def _get_prompt(self, ctx: Any, params: Any) -> types.GetPromptResult:
+    async def _get_prompt(self, ctx: Any, params: Any) -> types.GetPromptResult | types.InputRequiredResult:
         prompt = (await self.catalog()).prompts.get(params.name)
         if prompt is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+
+        async def get(channel: UpstreamChannel) -> Any:
+            return await self.workbench.aget_prompt(prompt.identifier, params.arguments, channel=channel)
+
         try:
-            result = await self.workbench.aget_prompt(prompt.identifier, params.arguments)
+            answer = await self._forward(Context(request_context=ctx, input_params=params), get)
         except WorkbenchError as exc:
             raise _mcp_error(exc) from None
-        return self._as_served(result.raw)
+        return answer if isinstance(answer, types.InputRequiredResult) else self._as_served(answer.raw)
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         catalog = await self.seen()
@@ -196,11 +206,15 @@ class Gateway:
             if self._read_elsewhere is not None:  # a served skill's file, or nothing (the SDK's not found)
                 return await self._read_elsewhere(ctx, params)
             raise MCPError(code=types.INVALID_PARAMS, message="Resource not found", data={"uri": uri})
+
+        async def read(channel: UpstreamChannel) -> Any:
+            return await self.workbench.aread_resource(owner, uri, channel=channel)
+
         try:
-            result = await self.workbench.aread_resource(owner, uri)
+            answer = await self._forward(Context(request_context=ctx, input_params=params), read)
         except WorkbenchError as exc:
             raise _mcp_error(exc, {"uri": uri}) from None
-        return self._as_served(result.raw)
+        return answer if isinstance(answer, types.InputRequiredResult) else self._as_served(answer.raw)
 
     def _as_served(self, result: Any) -> Any:
         """Flat mode is one server to its host: a result names serve (dynamic mode's keep their

@@ -32,7 +32,6 @@ from workbench_magic.engine.sdk.server import advertise_list_changed, lowlevel_s
 from workbench_magic.serve.forwarding import (
     ClientRoots,
     Forwarder,
-    Upstream,
     UpstreamChannel,
     declare_sampling_as_upstream,
     no_upstream_sampling,
@@ -140,7 +139,7 @@ class WorkbenchServer(MCPServer):
         self.client_roots: ClientRoots | None = None
         """The stdio face's one client as the servers' roots (run.py): a 2026-07-28 client is asked
         for them before a call starts servers. None (HTTP, in-process): never asked outside a call."""
-        self.gateway = Gateway(workbench, mode, self._list_changed, self._resource_updated)
+        self.gateway = Gateway(workbench, mode, self._list_changed, self._resource_updated, self._forwarder.forward)
         """What serve passes on besides the meta-tools (gateway.py)."""
         self.gateway.install(self.lowlevel)
         if mode == "flat":
@@ -279,13 +278,15 @@ class WorkbenchServer(MCPServer):
     def _starts_servers(self, name: str, arguments: dict[str, Any]) -> bool:
         """Whether serving this (checked) call may start a downstream server: the open of a toolbox
         that is not open and not all lazy, or a call whose server is not running (its toolbox not
-        open yet, or the server idle or down)."""
+        open yet, or the server idle or down). In flat mode, any served tool's call: the host's
+        first list opened the toolboxes, and a list cannot ask the host anything (SEP-2322), so
+        the servers that follow roots learn the host's at its first call."""
         workbench = self.workbench
         served = self._served(name)
+        if self.mode == "flat":
+            return served is not None
         if served is not None:
             ident = served.identifier
-        elif self.mode == "flat":
-            return False
         elif name == "open_toolbox":
             toolbox = arguments["toolbox"]
             configured = toolbox in workbench.settings.toolboxes
@@ -327,30 +328,12 @@ class WorkbenchServer(MCPServer):
         ):  # opened by this call: the caller's capabilities count
             declare_sampling_as_upstream(self.workbench, context, no_upstream_sampling)
 
-        upstream = None
-        if getattr(context, "request_state", None) is None:
-            upstream = Upstream(context)
-            # in this task unless an InputRequiredResult may answer the request: a handshake-era
-            # client is asked on its connection mid-call, and a 2026-07-28 one that declared
-            # nothing askable is never asked
-            if not upstream.modern or not upstream.asks:
-                channel = UpstreamChannel(upstream)
-                progress = upstream.progress if upstream.follows_progress else None
-                try:
-                    result = await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
-                except WorkbenchError:
-                    upstream.check_declared()  # the failure came of what the client lacks: say so
-                    raise
-                await upstream.flush()
-                upstream.check_declared()
-                return self._as_served(result.raw)
-
-        def start(channel: UpstreamChannel) -> Any:
+        async def call(channel: UpstreamChannel) -> Any:
             upstream = channel.upstream
             progress = upstream.progress if upstream.follows_progress else None
-            return self.workbench.submit(ident, arguments, progress=progress, channel=channel)
+            return await self.workbench.acall(ident, arguments, progress=progress, channel=channel)
 
-        answer = await self._forwarder.run(context, start, upstream)
+        answer = await self._forwarder.forward(context, call)
         return answer if isinstance(answer, types.InputRequiredResult) else self._as_served(answer.raw)
 
     def _as_served(self, result: Any) -> Any:

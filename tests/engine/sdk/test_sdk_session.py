@@ -25,6 +25,7 @@ from workbench_magic.engine.sdk.session import (
     request_handler,
     set_capabilities_builder,
     set_request_handler,
+    set_request_log_level,
 )
 
 RECHECK = "the MCP SDK changed {}: re-check workbench_magic/engine/sdk/session.py and its callers"
@@ -194,3 +195,46 @@ def test_the_output_validator_cache_is_what_checks_results() -> None:
 
     anyio.run(main)
     assert checked == [{"total": 5}], RECHECK.format("how ClientSession checks a result against its output schema")
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_new_log_level_goes_with_the_next_2026_request() -> None:
+    """The SDK fixes a 2026-07-28 session's log level (SEP-2577's per-request opt-in) when it
+    connects; `set_request_log_level` changes it for the requests that follow: the server's log
+    messages below the new level stop, those at it arrive."""
+    server = MCPServer("contract")
+
+    @server.tool()
+    async def chatty(ctx: Context[Any, Any]) -> str:
+        await ctx.debug("a debug line")
+        await ctx.warning("a warning line")
+        return "done"
+
+    heard: list[str] = []
+    warned = anyio.Event()
+
+    async def log(params: Any) -> None:
+        nonlocal warned
+        heard.append(str(params.data))
+        if params.data == "a warning line":
+            warned.set()
+
+    async def lines_of_a_call(client: Client) -> list[str]:
+        """What one call logs: the warning comes last, after the debug line when that is sent."""
+        nonlocal warned
+        heard.clear()
+        warned = anyio.Event()
+        await client.call_tool("chatty", {})
+        with anyio.fail_after(10):
+            await warned.wait()
+        return list(heard)
+
+    async def main() -> None:
+        async with Client(server, mode="2026-07-28", log_level="debug", logging_callback=log) as client:
+            assert await lines_of_a_call(client) == ["a debug line", "a warning line"], RECHECK.format("the opt-in")
+            set_request_log_level(client.session, "warning")
+            assert await lines_of_a_call(client) == ["a warning line"], RECHECK.format("ClientSession._stamp")
+            set_request_log_level(client.session, "debug")  # again: over the SDK's own stamp, not nested
+            assert await lines_of_a_call(client) == ["a debug line", "a warning line"]
+
+    anyio.run(main)

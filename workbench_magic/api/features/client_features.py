@@ -203,7 +203,8 @@ class ClientFeatures:
     def set_server_log_level(self, target: str, level: str) -> None:
         """The log level asked of one server (`toolbox/server`) or of every server of a toolbox.
 
-        Handshake-era connections change at once, 2026-07-28 ones at their next connect.
+        Handshake-era servers are asked at once (`logging/setLevel`); a 2026-07-28 server's next
+        requests carry it.
 
         Args:
             target: a toolbox, or `toolbox/server`.

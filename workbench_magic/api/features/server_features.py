@@ -116,7 +116,13 @@ class ServerFeatures:
         return self._loop.run(contained(self._read_resource(target, uri, timeout, variables)))  # type: ignore[no-any-return]
 
     async def aread_resource(
-        self, target: str, uri: str, *, timeout: float | None = None, **variables: Any
+        self,
+        target: str,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        channel: Channel | None = None,
+        **variables: Any,
     ) -> ResourceResult:
         """`read_resource` for `await` (from the kernel's loop, or the workbench's own: `serve`).
 
@@ -124,12 +130,13 @@ class ServerFeatures:
             target: the server, `toolbox/server` (its toolbox is opened if needed).
             uri: the resource's URI, or a resource template's.
             timeout: seconds the read may take (None: the workbench's `timeout`).
+            channel: where the server's questions during the read go (serve: the client it serves).
             **variables: the values of a template's variables.
 
         Returns:
             What the server sent, as `read_resource` returns it.
         """
-        return await self._loop.arun(contained(self._read_resource(target, uri, timeout, variables)))
+        return await self._loop.arun(contained(self._read_resource(target, uri, timeout, variables)), channel)
 
     async def _read_resource(
         self, target: str, uri: str, timeout: float | None, variables: Mapping[str, Any]
@@ -175,9 +182,12 @@ class ServerFeatures:
         """
         return self._loop.run(contained(self._get_prompt(identifier, arguments)), waiting_channel())  # type: ignore[no-any-return]
 
-    async def aget_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None = None) -> PromptResult:
-        """`get_prompt` for `await` (from the kernel's loop, or the workbench's own: `serve`)."""
-        return await self._loop.arun(contained(self._get_prompt(identifier, arguments)))
+    async def aget_prompt(
+        self, identifier: Any, arguments: Mapping[str, Any] | None = None, *, channel: Channel | None = None
+    ) -> PromptResult:
+        """`get_prompt` for `await` (from the kernel's loop, or the workbench's own: `serve`);
+        `channel`: where the server's questions meanwhile go (serve: the client it serves)."""
+        return await self._loop.arun(contained(self._get_prompt(identifier, arguments)), channel)
 
     async def _get_prompt(self, identifier: Any, arguments: Mapping[str, Any] | None) -> PromptResult:
         ident = parse_identifier(identifier)

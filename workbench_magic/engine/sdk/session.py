@@ -12,6 +12,9 @@ mcp 2.3; tests/engine/sdk/test_sdk_session.py fails when one of them changes).
   whose result it would refuse (`raw_sender`).
 - `ClientSession._tool_output_validators`: its cache of output-schema validators by tool name
   (`output_validator_cache`).
+- `ClientSession._stamp` again: on 2026-07-28 it puts the log level the `Client` was made with in
+  each request's `_meta` (SEP-2577), fixed when the session connects; wrapped so a new level goes
+  with the next request (`set_request_log_level`).
 """
 
 from __future__ import annotations
@@ -90,6 +93,25 @@ def raw_sender(session: Any) -> RawSend:
     return send
 
 
+def set_request_log_level(session: Any, level: str) -> None:
+    """From the next request on, a connected 2026-07-28 session's requests opt in to log messages
+    at `level` (`io.modelcontextprotocol/logLevel` in their `_meta`); a request whose own `_meta`
+    names a level keeps it. Raises `AttributeError` where this SDK has no stamp."""
+    from mcp_types import LOG_LEVEL_META_KEY
+
+    base = getattr(session, "_workbench_base_stamp", None) or session._stamp
+
+    def stamp(data: dict[str, Any], opts: Any) -> None:
+        params = data.get("params")
+        if params is None:
+            params = data["params"] = {}
+        params.setdefault("_meta", {}).setdefault(LOG_LEVEL_META_KEY, level)  # before the SDK's own default
+        base(data, opts)
+
+    session._workbench_base_stamp = base
+    session._stamp = stamp
+
+
 def output_validator_cache(session: Any) -> dict[str, Any] | None:
     """The session's output-schema validators by tool name, to fill ahead of first results (None:
     this SDK keeps no such cache). An entry needs the validator's `iter_errors(instance)`; the SDK
@@ -109,4 +131,5 @@ __all__ = [
     "request_handler",
     "set_capabilities_builder",
     "set_request_handler",
+    "set_request_log_level",
 ]

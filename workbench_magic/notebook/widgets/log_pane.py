@@ -102,8 +102,7 @@ class LogPane(Pane):
             options=list(LOG_LEVELS),
             value=workbench.server_log_level,
             description="server sends",
-            tooltip="The lowest level of the log messages the server is asked to send "
-            "(2026-07-28 servers: from their next connect)",
+            tooltip="The lowest level of the log messages the server is asked to send",
             style={"description_width": "initial"},
             layout=w.Layout(width="auto"),
         )
