@@ -181,6 +181,34 @@ def test_dynamic_mode_names_prompts_like_tools_and_tells_the_host_when_they_chan
     on_loop(body)
 
 
+def test_two_changes_close_together_tell_the_host_once() -> None:
+    """Two downstream events in one turn of the loop: one retell at a time, so the host hears once
+    that its prompt list changed (two side by side both compared with the same last-seen list)."""
+    from workbench_magic.vocabulary.events import PromptsChanged
+
+    notices: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.PromptListChangedNotification):
+            notices.append("prompts")
+
+    async def body(wb: Workbench) -> None:
+        async with serving(wb, "flat", "legacy", message_handler=on_message) as (c, server):
+            assert (await c.list_prompts()).prompts
+            await c.call_tool("a__t__echo", {"text": "x"})  # serve knows the host's connection now
+            gateway = server.gateway
+            gateway._seen = {**gateway._seen, "prompts": {}}  # as if the host had listed none
+            gateway.heard(PromptsChanged(toolbox="a", server="t"))
+            gateway.heard(PromptsChanged(toolbox="a", server="t"))
+            await asyncio.sleep(0)  # the retells start on the next turn
+            while gateway._tasks:
+                await asyncio.gather(*gateway._tasks)
+            await c.send_ping()  # what was sent before the ping's answer has been read
+            assert notices == ["prompts"]
+
+    on_loop(body)
+
+
 def test_a_legacy_host_hears_of_updates_to_a_resource_it_subscribed_to() -> None:
     updates: list[str] = []
     heard = asyncio.Event()

@@ -203,7 +203,12 @@ def _question_key(context: Any) -> str | None:
 def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> UpstreamClient | None:
     """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it."""
     upstream = channel.upstream if channel is not None else None
-    return upstream if upstream is not None and upstream.offers(kind, url=url) else None
+    if upstream is None:
+        return None
+    if upstream.offers(kind, url=url):
+        return upstream
+    upstream.lacks(kind)
+    return None
 
 
 # ---- answering servers -----------------------------------------------------------------------------

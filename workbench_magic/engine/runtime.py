@@ -87,6 +87,9 @@ class UpstreamClient(Protocol):
     def offers(self, kind: str, *, url: bool = False) -> bool:
         """Whether the client declared `kind` (sampling, elicitation, roots)."""
 
+    def lacks(self, kind: str) -> None:
+        """A server asked for `kind`, which the client did not declare (so it is not forwarded)."""
+
     # `key`: what the server named the question (its `inputRequests` key, on 2026-07-28), kept
     # when the question goes on to a 2026-07-28 client in an `InputRequiredResult` of its own.
     async def sample(self, messages: list[Any], params: Any, *, key: str | None = None) -> Any: ...

@@ -101,12 +101,15 @@ class Upstream:
 
     # ---- what the upstream client declared ------------------------------------------------
     def offers(self, kind: str, *, url: bool = False) -> bool:
-        """Whether the upstream client declared `kind` (sampling, elicitation, roots); a 2026-07-28
-        client that did not declare sampling or elicitation a downstream asks for is `missing` it."""
-        declared = self._declared(kind, url=url)
-        if not declared and self.modern and kind in ("sampling", "elicitation"):
+        """Whether the upstream client declared `kind` (sampling, elicitation, roots)."""
+        return self._declared(kind, url=url)
+
+    def lacks(self, kind: str) -> None:
+        """A downstream asked for `kind`, which the client did not declare: a 2026-07-28 client is
+        then `missing` sampling or elicitation (its call is answered -32021); roots are the
+        workbench's own."""
+        if self.modern and kind in ("sampling", "elicitation"):
             self.missing.add(kind)
-        return declared
 
     def check_declared(self) -> None:
         """The call's answer to a 2026-07-28 client that lacked what a downstream asked for:

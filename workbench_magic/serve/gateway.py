@@ -61,6 +61,16 @@ to the host of the request (`Forwarder.forward`): a prompt or a read may ask, as
 
 ANSWER_WAIT = 10.0
 """At most this long a list-changed notification waits for the answer it follows."""
+
+
+async def answered(answering: asyncio.Task[Any] | None) -> None:
+    """Return once the request being served is answered: the task serving it (the SDK's, or the
+    lane's) ends after writing the answer, so a notice sent after this reaches the host after the
+    answer (at most `ANSWER_WAIT` later, whatever the task does)."""
+    if answering is not None:
+        await asyncio.wait({answering}, timeout=ANSWER_WAIT)
+
+
 _CHANGES = (ToolsChanged, PromptsChanged, ResourcesChanged, StatusChanged, ToolboxClosed)
 
 
@@ -125,6 +135,9 @@ class Gateway:
         self._seen: dict[str, Any] | None = None
         """What the host was last given of each list (None: it listed nothing yet)."""
         self._building: asyncio.Future[Catalog] | None = None
+        self._retelling = False
+        self._again = False
+        """An event came while the host was being told: tell again after (one retell at a time)."""
         self._warned: set[str] = set()
         self._watches: dict[tuple[int, str], Any] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -371,7 +384,7 @@ class Gateway:
         if isinstance(event, _CHANGES) and self.passes:
             self._catalog = None
             if self._seen is not None:
-                asyncio.get_running_loop().call_soon(self._spawn, self._retell())
+                asyncio.get_running_loop().call_soon(self._retell_soon)
 
     def refresh(self) -> None:
         """The served toolboxes changed (dynamic mode's open or close): once the request being served
@@ -382,12 +395,29 @@ class Gateway:
         answering = asyncio.current_task()
 
         async def after_the_answer() -> None:
-            if answering is not None:
-                await asyncio.wait({answering}, timeout=ANSWER_WAIT)
-            await self._retell()
+            await answered(answering)
+            self._retell_soon()
 
         if self._seen is not None:
             self._spawn(after_the_answer())
+
+    def _retell_soon(self) -> None:
+        """Tell the host what changed, one retell at a time: two side by side would both compare
+        with the same last-seen lists and tell it twice."""
+        if self._retelling:
+            self._again = True
+            return
+        self._retelling = True
+        self._spawn(self._retell_until_still())
+
+    async def _retell_until_still(self) -> None:
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                await self._retell()
+        finally:
+            self._retelling = False
 
     async def _retell(self) -> None:
         seen = self._seen

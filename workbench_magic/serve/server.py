@@ -36,7 +36,7 @@ from workbench_magic.serve.forwarding import (
     declare_sampling_as_upstream,
     no_upstream_sampling,
 )
-from workbench_magic.serve.gateway import Gateway, Mode, as_served
+from workbench_magic.serve.gateway import Gateway, Mode, answered, as_served
 from workbench_magic.serve.skills import SkillsForwarding
 from workbench_magic.serve.tasks import TasksServing
 from workbench_magic.vocabulary import served
@@ -64,8 +64,6 @@ SERVE_HISTORY_LIMIT = 1_000
 SERVE_HISTORY_BYTES = 16 * 2**20
 """... and fewer of their answers whole (`Workbench.history_bytes`): nobody reads them there."""
 SERVED_ELSEWHERE = "A WorkbenchServer must be served on its workbench's loop: workbench.run_on_loop(...)"
-ANSWER_WAIT = 10.0
-"""Dynamic mode: at most this long a tool-list notification waits for the answer it follows."""
 
 
 def _sdk_tool(meta: MetaTool) -> types.Tool:
@@ -370,8 +368,7 @@ class WorkbenchServer(MCPServer):
         answering = asyncio.current_task()
 
         async def tell() -> None:
-            if answering is not None:
-                await asyncio.wait({answering}, timeout=ANSWER_WAIT)
+            await answered(answering)
             await self._tools_changed()
 
         self._spawn(tell())
