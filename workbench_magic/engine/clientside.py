@@ -201,7 +201,8 @@ def _question_key(context: Any) -> str | None:
 
 
 def _upstream(channel: Channel | None, kind: str, *, url: bool = False) -> UpstreamClient | None:
-    """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it."""
+    """The upstream client a served call forwards `kind` to (see forwarding.py), if it declared it;
+    one that did not is told it `lacks` it (a 2026-07-28 client's call then says so)."""
     upstream = channel.upstream if channel is not None else None
     if upstream is None:
         return None
