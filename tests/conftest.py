@@ -104,6 +104,17 @@ def running(text: str) -> set[int]:
     return found
 
 
+def process_state(pid: int) -> str:
+    """A process's state and signal masks (/proc), or that it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return "gone"
+    wanted = ("State:", "PPid:", "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:", "SigCgt:")
+    return "; ".join(line.replace("\t", " ") for line in lines if line.startswith(wanted))
+
+
 def interrupt_main_when(condition: Callable[[], bool], limit: float) -> threading.Thread:
     """A started thread that sends SIGINT to the main thread (Ctrl-C) once `condition()` holds, or
     after `limit` seconds in any case (a test that waits for the interrupt never hangs)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LAUNCH, PYTHON, ZYGOTE, _zygote, children, stdio_server, toolbox, wait_until
+from conftest import LAUNCH, PYTHON, ZYGOTE, _zygote, children, process_state, stdio_server, toolbox, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
 
@@ -207,20 +207,9 @@ def test_an_uncaught_keyboard_interrupt_dies_of_sigint(zygote: str, tmp_path: Pa
         _, err = proc.communicate(timeout=90)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail(f"the SIGINT'd launcher did not end; its server: {_process_state(server)}")
+        pytest.fail(f"the SIGINT'd launcher did not end; its server: {process_state(server)}")
     assert proc.returncode == -signal.SIGINT
     assert "KeyboardInterrupt" in err
-
-
-def _process_state(pid: int) -> str:
-    """A process's state and signal masks (/proc), or that it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return "gone"
-    wanted = ("State:", "PPid:", "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:", "SigCgt:")
-    return "; ".join(line.replace("\t", " ") for line in lines if line.startswith(wanted))
 
 
 def test_killing_the_launcher_kills_the_server(zygote: str, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import children, fault_server, interrupt_main_when, stdio_server, toolbox
+from conftest import children, fault_server, interrupt_main_when, stdio_server, toolbox, wait_until
 
 from workbench_magic import ConnectError, Workbench, WorkbenchError
 from workbench_magic.engine.runtime import LoopThread, QueueChannel
@@ -104,6 +104,36 @@ def test_interrupting_an_open_takes_the_half_open_connection_down(make_workbench
     assert not wb.is_open("t")
     assert wait_gone(children() - before) == set(), "the half-open server's process outlived the interrupt"
     # (the next call tries again at once: test_a_call_after_an_interrupted_open_reconnects_at_once)
+
+
+def test_a_ctrl_c_that_lands_on_another_thread_still_interrupts_the_open(make_workbench) -> None:
+    """The kernel's SIGINT goes to the process: Linux may hand it to any thread, and Python runs its
+    handler only when the main thread runs Python again. Waiting on a lock until the open ended, the
+    interrupt came 30 s late (the silent server's handshake limit; CI, once, in a kernel)."""
+    wb = make_workbench(
+        {
+            "toolboxes": {
+                "warm": toolbox({"ok": fault_server()}),
+                "t": toolbox({"mute": fault_server("--start", "silent")}),
+            }
+        }
+    )
+    wb.connect_timeout = 30
+    wb.open("warm")
+    before = children()
+
+    def interrupt_from_here() -> None:
+        wait_until(lambda: bool(children() - before), 30)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one
+
+    threading.Thread(target=interrupt_from_here, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        wb.open("t")
+    status = wb.status()["t"]["mute"]
+    assert (status.status, status.error) == (
+        "failed",
+        "Failed to connect to server 'mute' in toolbox 't': cancelled while connecting",
+    )
 
 
 def test_a_call_after_an_interrupted_open_reconnects_at_once(make_workbench) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import children, kernel_manager, stdio_server, toolbox, write_config
+from conftest import children, kernel_manager, process_state, stdio_server, toolbox, write_config
 
 
 class Kernel:
@@ -185,7 +186,10 @@ def test_interrupting_an_open_that_never_connects(tmp_path: Path) -> None:
             time.sleep(0.05)
         started = time.monotonic()
         k.km.interrupt_kernel()
-        reply = k.kc.get_shell_msg(timeout=30)
+        try:
+            reply = k.kc.get_shell_msg(timeout=30)
+        except queue.Empty:
+            pytest.fail(f"no reply 30 s after the interrupt; the kernel: {process_state(kernel_pid)}")
         elapsed = time.monotonic() - started
         print(f"interrupted open: reply after {elapsed:.2f} s")
         assert reply["content"]["ename"] == "KeyboardInterrupt"

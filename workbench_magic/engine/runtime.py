@@ -22,6 +22,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -35,6 +36,49 @@ CANCEL_GRACE = 1.0
 """Seconds an interrupted sync call waits for its task to end before returning."""
 
 _DONE = object()
+
+SIGNAL_LOOK = 0.2
+"""Seconds a thread waiting on the loop goes at most without looking at signals. The kernel's
+SIGINT goes to the process and Linux may hand it to any of its threads; Python then runs the
+handler only once the main thread runs Python again, which a thread blocked on a lock does not."""
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _step(deadline: float | None) -> float:
+    return SIGNAL_LOOK if deadline is None else max(0.0, min(SIGNAL_LOOK, deadline - time.monotonic()))
+
+
+def acquire(lock: _thread.LockType, timeout: float | None = None) -> bool:
+    """`lock.acquire(timeout=timeout)` that a Ctrl-C interrupts whichever thread it landed on."""
+    deadline = _deadline(timeout)
+    while not lock.acquire(timeout=_step(deadline)):
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+    return True
+
+
+def settle(future: concurrent.futures.Future[Any], timeout: float | None = None) -> bool:
+    """Wait until `future` is done (True) or `timeout` seconds passed (False), as `acquire` waits."""
+    deadline = _deadline(timeout)
+    while not future.done():
+        concurrent.futures.wait((future,), timeout=_step(deadline))
+        if deadline is not None and time.monotonic() >= deadline:
+            return future.done()
+    return True
+
+
+def _take(items: queue.SimpleQueue[Any], timeout: float | None) -> Any:
+    """The next item (`queue.Empty` after `timeout` seconds), as `acquire` waits."""
+    deadline = _deadline(timeout)
+    while True:
+        try:
+            return items.get(timeout=_step(deadline))
+        except queue.Empty:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
 
 
 DEBUG_SWITCH = "WORKBENCH_DEBUG"
@@ -194,7 +238,7 @@ class QueueChannel(Channel):
     def run_next(self, timeout: float | None = None) -> bool:
         """Wait for the next function (at most `timeout` seconds) and run it; False if none came."""
         try:
-            item = self.queue.get(timeout=timeout)
+            item = _take(self.queue, timeout)
         except queue.Empty:
             return False
         if item is not _DONE:
@@ -205,7 +249,7 @@ class QueueChannel(Channel):
         """Run queued functions as they come until the loop says done (True) or `timeout` (False)."""
         while True:
             try:
-                item = self.queue.get(timeout=timeout)
+                item = _take(self.queue, timeout)
             except queue.Empty:
                 return False
             if item is _DONE:
@@ -367,6 +411,7 @@ class LoopThread:
                 future.set_exception(exc)
 
         self.loop.call_soon_threadsafe(run)
+        settle(future)
         return future.result()
 
     def run(self, coro: Coroutine[Any, Any, T], channel: QueueChannel | None = None) -> T:
@@ -403,7 +448,7 @@ class LoopThread:
         try:
             if channel is not None:
                 channel.pump()
-            done.acquire()
+            acquire(done)
         except KeyboardInterrupt:
             self.loop.call_soon_threadsafe(lambda: tasks[0].cancel() if tasks else None)
             done.acquire(timeout=CANCEL_GRACE)

@@ -16,6 +16,7 @@ import html
 from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from workbench_magic.engine.runtime import settle
 from workbench_magic.vocabulary.errors import WorkbenchError, raise_alone
 from workbench_magic.vocabulary.tasks import TaskState, TaskStatus
 
@@ -108,14 +109,12 @@ class TaskHandle:
             WorkbenchError: the task was cancelled or failed (`Task t1 (toolbox/server/tool) was cancelled`),
                 or the error the call raised; an ended task raises the same each time it is asked.
         """
+        if not settle(self._call, timeout):
+            raise_alone(TimeoutError(f"Task {self.id} ({self.identifier}) is still {self.status} after {timeout:g} s"))
         try:
-            # `exception` raises a timeout only when this wait ran out: a call's own timeout is its
-            # outcome (`CallTimeoutError` is a `TimeoutError` too), raised as it settled.
-            error = self._call.exception(timeout)
+            error = self._call.exception()
         except concurrent.futures.CancelledError:
             raise_alone(self._cancelled_error())
-        except concurrent.futures.TimeoutError:
-            raise_alone(TimeoutError(f"Task {self.id} ({self.identifier}) is still {self.status} after {timeout:g} s"))
         if error is not None:
             _raise_settled(error)
         return self._checked(self._call.result())
