@@ -3,6 +3,8 @@ the SDK's in-memory transport, each on a thread and loop of its own)."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
 import threading
 from collections.abc import Iterator
@@ -80,6 +82,27 @@ def test_warnings_raised_while_serving_go_to_the_log(make_workbench, inproc: Any
     assert wb.call("t/a/caution", {}).text == "ok"
     assert "UserWarning: this tool is getting old" in wb.logs("t/a")
     assert not [w for w in recwarn if "getting old" in str(w.message)]  # not shown in the notebook
+
+
+def test_a_resource_warning_the_collector_gives_the_server_is_not_in_its_log(
+    make_workbench, inproc: Any, recwarn: pytest.WarningsRecorder
+) -> None:
+    """The garbage collector runs finalizers on whichever thread it runs: an event loop the test
+    left unclosed, collected while a demo server served, put `ResourceWarning: unclosed event loop`
+    in the server's log (CI, once). Nothing says such a warning is the server's: it goes where
+    warnings went before."""
+    wb = make_workbench(box(a="inproc:mcp"))
+    wb.open("t")
+    gc.disable()  # the cycle below is collected by the tool's `gc.collect()`, on the server's thread
+    try:
+        loop = asyncio.new_event_loop()
+        loop.itself = loop  # type: ignore[attr-defined]
+        del loop
+        assert wb.call("t/a/collect", {}).data["result"] > 0
+    finally:
+        gc.enable()
+    assert "ResourceWarning" not in wb.logs("t/a")
+    assert [w.category for w in recwarn if "unclosed event loop" in str(w.message)] == [ResourceWarning]
 
 
 def test_a_blocking_tool_stalls_only_its_own_server(make_workbench, inproc: Any) -> None:

@@ -7,6 +7,7 @@ whose lifespan fails.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import warnings
@@ -58,6 +59,12 @@ def caution() -> str:
     """Raise a warning, then answer."""
     warnings.warn("this tool is getting old", UserWarning, stacklevel=1)
     return "ok"
+
+
+@mcp.tool()
+def collect() -> int:
+    """Collect garbage here, on the server's thread (what it finds may have been made anywhere)."""
+    return gc.collect()
 
 
 @mcp.resource("inproc://hello")

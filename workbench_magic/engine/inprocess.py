@@ -80,9 +80,12 @@ _shown_elsewhere: Callable[..., Any] | None = None
 
 
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
-    """Warnings raised while serving go to the server's log (a stdio server's go to its stderr)."""
+    """Warnings raised while serving go to the server's log (a stdio server's go to its stderr).
+
+    Not a `ResourceWarning`: the garbage collector gives it to whichever thread it runs on, so
+    nothing says the object it names was the server's (an event loop the notebook left, say)."""
     log = _serving.get()
-    if log is None:
+    if log is None or issubclass(category, ResourceWarning):
         assert _shown_elsewhere is not None
         _shown_elsewhere(message, category, filename, lineno, file, line)
         return
