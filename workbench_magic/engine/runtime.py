@@ -43,42 +43,47 @@ SIGINT goes to the process and Linux may hand it to any of its threads; Python t
 handler only once the main thread runs Python again, which a thread blocked on a lock does not."""
 
 
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else time.monotonic() + timeout
-
-
-def _step(deadline: float | None) -> float:
-    return SIGNAL_LOOK if deadline is None else max(0.0, min(SIGNAL_LOOK, deadline - time.monotonic()))
+def _wait(step: Callable[[float], bool], timeout: float | None) -> bool:
+    """Call `step(seconds)`, a wait of at most `SIGNAL_LOOK` seconds that says whether it ended,
+    until it ended (True) or `timeout` seconds passed (False)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = SIGNAL_LOOK if deadline is None else deadline - time.monotonic()
+        if step(max(0.0, min(SIGNAL_LOOK, left))):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
 
 
 def acquire(lock: _thread.LockType, timeout: float | None = None) -> bool:
     """`lock.acquire(timeout=timeout)` that a Ctrl-C interrupts whichever thread it landed on."""
-    deadline = _deadline(timeout)
-    while not lock.acquire(timeout=_step(deadline)):
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-    return True
+    return _wait(lambda seconds: lock.acquire(timeout=seconds), timeout)
 
 
 def settle(future: concurrent.futures.Future[Any], timeout: float | None = None) -> bool:
     """Wait until `future` is done (True) or `timeout` seconds passed (False), as `acquire` waits."""
-    deadline = _deadline(timeout)
-    while not future.done():
-        concurrent.futures.wait((future,), timeout=_step(deadline))
-        if deadline is not None and time.monotonic() >= deadline:
-            return future.done()
-    return True
+
+    def step(seconds: float) -> bool:
+        # On the future's condition, which `cancel()` notifies too (`futures.wait` hears only results).
+        with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+            future.exception(timeout=seconds)
+        return future.done()
+
+    return _wait(step, timeout)
 
 
 def _take(items: queue.SimpleQueue[Any], timeout: float | None) -> Any:
     """The next item (`queue.Empty` after `timeout` seconds), as `acquire` waits."""
-    deadline = _deadline(timeout)
-    while True:
-        try:
-            return items.get(timeout=_step(deadline))
-        except queue.Empty:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise
+    taken: list[Any] = []
+
+    def step(seconds: float) -> bool:
+        with contextlib.suppress(queue.Empty):
+            taken.append(items.get(timeout=seconds))
+        return bool(taken)
+
+    if not _wait(step, timeout):
+        raise queue.Empty
+    return taken[0]
 
 
 DEBUG_SWITCH = "WORKBENCH_DEBUG"
